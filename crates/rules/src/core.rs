@@ -1,0 +1,203 @@
+//! The engine interface every game implements, and the small types it speaks in.
+
+use std::fmt::Debug;
+use std::ops::RangeInclusive;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::rng::Seed;
+
+/// A seat at the table, numbered from 0 in clockwise order.
+pub type Seat = u8;
+
+/// Who is looking: a seated player, or a spectator who sees only what is public.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Viewer {
+    Seat(Seat),
+    Spectator,
+}
+
+/// A set of seats (a game has at most 8), as a bit mask.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SeatSet(u8);
+
+impl SeatSet {
+    pub const EMPTY: SeatSet = SeatSet(0);
+
+    pub fn single(seat: Seat) -> Self {
+        SeatSet(1 << seat)
+    }
+
+    /// Seats `0..n`.
+    pub fn first(n: u8) -> Self {
+        SeatSet(((1u16 << n) - 1) as u8)
+    }
+
+    pub fn contains(self, seat: Seat) -> bool {
+        seat < 8 && self.0 & (1 << seat) != 0
+    }
+
+    pub fn insert(&mut self, seat: Seat) {
+        self.0 |= 1 << seat;
+    }
+
+    pub fn remove(&mut self, seat: Seat) {
+        self.0 &= !(1 << seat);
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Seat> {
+        (0..8).filter(move |s| self.contains(*s))
+    }
+
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+}
+
+impl FromIterator<Seat> for SeatSet {
+    fn from_iter<I: IntoIterator<Item = Seat>>(iter: I) -> Self {
+        let mut set = SeatSet::EMPTY;
+        for seat in iter {
+            set.insert(seat);
+        }
+        set
+    }
+}
+
+impl Debug for SeatSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+/// Who may see an observation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Audience {
+    /// Everyone, spectators included.
+    Everyone,
+    /// Only these seats.
+    Seats(SeatSet),
+}
+
+impl Audience {
+    pub fn seat(seat: Seat) -> Self {
+        Audience::Seats(SeatSet::single(seat))
+    }
+
+    pub fn includes(self, viewer: Viewer) -> bool {
+        match (self, viewer) {
+            (Audience::Everyone, _) => true,
+            (Audience::Seats(set), Viewer::Seat(seat)) => set.contains(seat),
+            (Audience::Seats(_), Viewer::Spectator) => false,
+        }
+    }
+}
+
+/// Something that happened, tagged with who may learn of it. A seat's history is exactly the
+/// observations whose audience includes it, in order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation<E> {
+    pub audience: Audience,
+    pub event: E,
+}
+
+impl<E> Observation<E> {
+    pub fn public(event: E) -> Self {
+        Observation { audience: Audience::Everyone, event }
+    }
+
+    pub fn to_seat(seat: Seat, event: E) -> Self {
+        Observation { audience: Audience::seat(seat), event }
+    }
+
+    pub fn to_seats(seats: SeatSet, event: E) -> Self {
+        Observation { audience: Audience::Seats(seats), event }
+    }
+}
+
+/// How a finished match ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Every winner; a tie gives several.
+    pub winners: SeatSet,
+    /// Each seat's final score in the game's own unit (tokens, points, hands won), by seat.
+    pub scores: Vec<i32>,
+}
+
+/// A match could not be set up.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    #[error("{game} takes {min} to {max} players, not {got}")]
+    SeatCount { game: &'static str, min: u8, max: u8, got: u8 },
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+}
+
+/// A refused action. `code` is a stable kebab-case id of the rule that forbids it
+/// (`countess-must-be-played`), for clients to branch on; `Display` explains it to a person.
+/// Neither may reveal anything the acting seat may not know.
+pub trait GameError: std::error::Error + Clone + PartialEq + Send + Sync + 'static {
+    fn code(&self) -> &'static str;
+}
+
+/// A game's rules. Implementations are pure: `apply` validates and applies in one step, and on
+/// error leaves the state exactly as it was.
+pub trait Game: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static {
+    /// Stable id of the game, persisted with every match (`love-letter`).
+    const KIND: &'static str;
+    /// Bumped whenever a change would make an old log replay differently, or an old
+    /// serialised state read differently. Snapshots of another version are rebuilt from events.
+    const RULES_VERSION: u32;
+
+    type Config: Clone + Debug + Default + PartialEq + Serialize + DeserializeOwned + Send + Sync;
+    type Action: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync;
+    /// The payload of an observation.
+    type Event: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync;
+    /// What one viewer may see of the state.
+    type View: Clone + Debug + PartialEq + Serialize + Send + Sync;
+    type Error: GameError;
+
+    /// How many seats the game takes under `config`.
+    fn seat_range(config: &Self::Config) -> RangeInclusive<u8>;
+
+    /// A new match for `seats` players, all randomness drawn from `seed`.
+    fn setup(config: &Self::Config, seats: u8, seed: Seed) -> Result<Self, SetupError>;
+
+    /// The number of seats.
+    fn seats(&self) -> u8;
+
+    /// The seats whose action the game waits for now (one, or several at once, as in a vote).
+    /// Empty once the match is over. A seat outside this set may still have optional legal
+    /// actions where the rules allow acting out of turn.
+    fn awaiting(&self) -> SeatSet;
+
+    /// Every action `seat` may legally take now. Each one is accepted by `apply`.
+    fn legal_actions(&self, seat: Seat) -> Vec<Self::Action>;
+
+    /// Validate and apply. On `Err` the state is unchanged.
+    fn apply(
+        &mut self,
+        seat: Seat,
+        action: &Self::Action,
+    ) -> Result<Vec<Observation<Self::Event>>, Self::Error>;
+
+    /// What `viewer` may see now: a seat its own secrets and everything public; a spectator
+    /// only what is public.
+    fn view(&self, viewer: Viewer) -> Self::View;
+
+    /// `Some` once the match is over.
+    fn outcome(&self) -> Option<Outcome>;
+
+    /// The action a turn timeout plays for an awaited seat (`None` if the seat is not awaited).
+    fn default_action(&self, seat: Seat) -> Option<Self::Action>;
+}

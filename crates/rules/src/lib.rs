@@ -1,0 +1,17 @@
+//! Pure game engines for Missive.
+//!
+//! Every game implements [`Game`]: set up from a config and a seed, say who may act, list
+//! every legal action, apply one (or refuse it with a typed error, leaving the state as it
+//! was), and show each seat only what that seat may know.
+//!
+//! **Architecture invariant:** this crate does no I/O, no async, reads no clock and draws
+//! no OS randomness. The only randomness is the seeded [`GameRng`] that lives inside each
+//! game state, so the same config, seed and actions give the same states, bit for bit.
+
+mod core;
+pub mod rng;
+
+pub use crate::core::{
+    Audience, Game, GameError, Observation, Outcome, Seat, SeatSet, SetupError, Viewer,
+};
+pub use crate::rng::{GameRng, Seed};
