@@ -8,7 +8,10 @@
 //! no OS randomness. The only randomness is the seeded [`GameRng`] that lives inside each
 //! game state, so the same config, seed and actions give the same states, bit for bit.
 
+pub mod amori;
 mod core;
+pub mod lopti;
+pub mod love_letter;
 pub mod rng;
 
 pub use crate::core::{

@@ -1,0 +1,2 @@
+//! Love Letter benchmarks (being written).
+fn main() {}
