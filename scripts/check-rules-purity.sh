@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Keeps the architecture invariant of crates/rules: no I/O, async, clock or OS randomness anywhere in
+# its dependency tree. Every crate the rules engine is built with must be on this list; adding one
+# means reading what it does first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+allowed=(
+  missive-rules
+  serde serde_core serde_derive
+  thiserror thiserror-impl
+  rand_core rand_chacha ppv-lite86 zerocopy zerocopy-derive
+  proc-macro2 quote syn unicode-ident
+)
+
+status=0
+while read -r name; do
+  [ -z "$name" ] && continue
+  ok=0
+  for a in "${allowed[@]}"; do [ "$a" = "$name" ] && ok=1 && break; done
+  if [ "$ok" = 0 ]; then
+    echo "crates/rules depends on '$name', which is not on the purity allowlist (scripts/check-rules-purity.sh)" >&2
+    status=1
+  fi
+done < <(cargo tree -p missive-rules -e normal,build --prefix none --format '{p}' --locked | awk '{print $1}' | sort -u)
+
+[ "$status" = 0 ] && echo "rules purity: ok"
+exit "$status"
