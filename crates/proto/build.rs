@@ -1,0 +1,32 @@
+//! Generates the Rust types, the tonic services and the proto3 JSON mapping from
+//! `proto/missive/v1`, with the vendored `protoc` so a build needs no system install.
+
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let protos = [
+        root.join("missive/v1/missive.proto"),
+        root.join("missive/v1/love_letter.proto"),
+    ];
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    let descriptors = out.join("missive_descriptor.bin");
+
+    let mut config = tonic_prost_build::Config::new();
+    config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
+    let well_known = protoc_bin_vendored::include_path()?;
+
+    tonic_prost_build::configure()
+        .file_descriptor_set_path(&descriptors)
+        .compile_well_known_types(true)
+        .extern_path(".google.protobuf", "::pbjson_types")
+        .compile_with_config(config, &protos, &[root.clone(), well_known])?;
+
+    let set = std::fs::read(&descriptors)?;
+    pbjson_build::Builder::new()
+        .register_descriptors(&set)?
+        .build(&[".missive.v1"])?;
+
+    println!("cargo:rerun-if-changed={}", root.display());
+    Ok(())
+}
