@@ -1,0 +1,446 @@
+//! The PostgreSQL backend.
+//!
+//! An append is one read (the match's version and last hash, and whether the request id is
+//! already held) followed by one statement that compare-and-sets the match row and inserts the
+//! events, the request id and the seat changes together. Row locks live only inside that one
+//! statement, never across a round trip to the client; a writer that lost the race finds the
+//! version moved and gets a conflict (or, for a retried request, the original events).
+
+use chrono::Utc;
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
+use crate::{
+    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch,
+    Snapshot, StoreError, StoreOptions, StoredEvent, canonical_json, chain, truncate_to_micros,
+};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<PgPool, StoreError> {
+    let pool = PgPoolOptions::new()
+        .max_connections(options.max_connections.max(1))
+        .connect(url)
+        .await
+        .map_err(StoreError::from_sqlx)?;
+    MIGRATOR.run(&pool).await.map_err(|e| StoreError::from_sqlx(e.into()))?;
+    Ok(pool)
+}
+
+const MATCH_COLUMNS: &str = "match_id::text AS match_id, kind, config::text AS config, \
+    rules_version, seat_count, status, seed_hash, turn_timeout_secs, created_at, updated_at, version";
+const SEAT_COLUMNS: &str = "match_id::text AS match_id, seat, player, token_hash, bot";
+const EVENT_COLUMNS: &str =
+    "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
+
+/// Column arrays for inserting events with one `UNNEST`.
+#[derive(Debug, Default)]
+struct EventColumns {
+    seq: Vec<i64>,
+    kind: Vec<String>,
+    actor: Vec<Option<i16>>,
+    request_id: Vec<Option<String>>,
+    payload: Vec<String>,
+    at: Vec<chrono::DateTime<Utc>>,
+    prev_hash: Vec<Vec<u8>>,
+    hash: Vec<Vec<u8>>,
+}
+
+impl EventColumns {
+    fn new(events: &[StoredEvent]) -> Result<EventColumns, StoreError> {
+        let mut c = EventColumns::default();
+        for ev in events {
+            c.seq.push(to_i64(ev.seq)?);
+            c.kind.push(ev.kind.clone());
+            c.actor.push(ev.actor.map(i16::from));
+            c.request_id.push(ev.request_id.clone());
+            c.payload.push(canonical_json(&ev.payload));
+            c.at.push(ev.at);
+            c.prev_hash.push(ev.prev_hash.to_vec());
+            c.hash.push(ev.hash.to_vec());
+        }
+        Ok(c)
+    }
+}
+
+fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
+    match err {
+        sqlx::Error::Database(db) => db.is_unique_violation() && db.constraint() == Some(constraint),
+        _ => false,
+    }
+}
+
+pub(crate) async fn create_match(
+    pool: &PgPool,
+    m: &NewMatch,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let cols = EventColumns::new(events)?;
+    let version = events.last().map_or(0, |e| e.seq);
+    let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
+    let request = first_request(events);
+    // One statement: the new rows are invisible to everyone else until it commits.
+    let result = sqlx::query(
+        "WITH m AS (
+            INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
+                seed_hash, turn_timeout_secs, version, last_hash, created_at, updated_at)
+            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, 'open', $6, $7, $8, $9, $10, $11, $11)
+            RETURNING match_id
+        ), s AS (
+            INSERT INTO seats (match_id, seat) SELECT m.match_id, generate_series(0, $5 - 1)::smallint FROM m
+        ), e AS (
+            INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
+            SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
+                e.prev_hash, e.hash
+            FROM m, UNNEST($12::bigint[], $13::text[], $14::smallint[], $15::text[], $16::text[],
+                $17::timestamptz[], $18::bytea[], $19::bytea[])
+                AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
+        ), r AS (
+            INSERT INTO requests (match_id, request_id, first_seq, last_seq)
+            SELECT m.match_id, $20, $21, $22 FROM m WHERE $20::text IS NOT NULL
+        )
+        SELECT 1",
+    )
+    .bind(m.id.to_string())
+    .bind(&m.kind)
+    .bind(canonical_json(&m.config))
+    .bind(i32::try_from(m.rules_version).map_err(|_| StoreError::Internal("rules_version too large".into()))?)
+    .bind(i16::from(m.seat_count))
+    .bind(m.seed.to_vec())
+    .bind(m.seed_hash.to_vec())
+    .bind(m.turn_timeout_secs.map(|t| i32::try_from(t).unwrap_or(i32::MAX)))
+    .bind(to_i64(version)?)
+    .bind(last_hash.to_vec())
+    .bind(truncate_to_micros(m.created_at))
+    .bind(&cols.seq)
+    .bind(&cols.kind)
+    .bind(&cols.actor)
+    .bind(&cols.request_id)
+    .bind(&cols.payload)
+    .bind(&cols.at)
+    .bind(&cols.prev_hash)
+    .bind(&cols.hash)
+    .bind(request.as_ref().map(|r| r.0.clone()))
+    .bind(to_i64(request.as_ref().map_or(0, |r| r.1))?)
+    .bind(to_i64(version)?)
+    .execute(pool)
+    .await;
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
+        Err(e) => Err(StoreError::from_sqlx(e)),
+    }
+}
+
+/// The first event's request id and seq: the key under which a retry finds this append.
+pub(crate) fn first_request(events: &[StoredEvent]) -> Option<(String, u64)> {
+    let first = events.first()?;
+    Some((first.request_id.clone()?, first.seq))
+}
+
+pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
+    let row: Option<MatchRow> = sqlx::query_as(&format!(
+        "SELECT {MATCH_COLUMNS} FROM matches WHERE match_id = $1::uuid"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    let row = row.ok_or(StoreError::NotFound(id))?;
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = $1::uuid ORDER BY seat"
+    ))
+    .bind(id.to_string())
+    .fetch_all(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    row.into_record(&seats)
+}
+
+pub(crate) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
+    let seed: Option<Vec<u8>> = sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
+        .bind(id.to_string())
+        .fetch_optional(pool)
+        .await
+        .map_err(StoreError::from_sqlx)?;
+    crate::rows::hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
+}
+
+pub(crate) async fn list_matches(
+    pool: &PgPool,
+    filter: &MatchFilter,
+) -> Result<Vec<MatchRecord>, StoreError> {
+    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+        "SELECT {MATCH_COLUMNS} FROM matches
+         WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR kind = $2)
+           AND ($3::uuid IS NULL OR match_id > $3::uuid)
+         ORDER BY match_id LIMIT $4"
+    ))
+    .bind(filter.status.map(|s| s.as_str()))
+    .bind(filter.kind.as_deref())
+    .bind(filter.after.map(|a| a.to_string()))
+    .bind(filter.effective_limit())
+    .fetch_all(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    let ids: Vec<String> = rows.iter().map(|r| r.match_id.clone()).collect();
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = ANY($1::uuid[]) ORDER BY match_id, seat"
+    ))
+    .bind(&ids)
+    .fetch_all(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    rows.into_iter().map(|r| r.into_record(&seats)).collect()
+}
+
+async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<HeadRow, StoreError> {
+    let row: Option<HeadRow> = sqlx::query_as(
+        "SELECT m.seat_count, m.version, m.last_hash, r.first_seq, r.last_seq
+         FROM matches m
+         LEFT JOIN requests r ON r.match_id = m.match_id AND r.request_id = $2
+         WHERE m.match_id = $1::uuid",
+    )
+    .bind(id.to_string())
+    .bind(request_id)
+    .fetch_optional(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    row.ok_or(StoreError::NotFound(id))
+}
+
+async fn events_between(
+    pool: &PgPool,
+    id: MatchId,
+    first: u64,
+    last: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let rows: Vec<EventRow> = sqlx::query_as(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq BETWEEN $2 AND $3 ORDER BY seq"
+    ))
+    .bind(id.to_string())
+    .bind(to_i64(first)?)
+    .bind(to_i64(last)?)
+    .fetch_all(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    rows.into_iter().map(|r| r.into_event(id)).collect()
+}
+
+/// Resolves an append that was refused: a retried request gets its original events, anyone
+/// else a conflict with the match's current version.
+async fn refused(
+    pool: &PgPool,
+    id: MatchId,
+    expected: u64,
+    request_id: Option<&str>,
+) -> Result<Appended, StoreError> {
+    let head = head(pool, id, request_id).await?;
+    if let Some((first, last)) = head.request_range()? {
+        return Ok(Appended {
+            events: events_between(pool, id, first, last).await?,
+            duplicate: true,
+        });
+    }
+    Err(StoreError::Conflict {
+        expected,
+        actual: head.version()?,
+    })
+}
+
+pub(crate) async fn append(
+    pool: &PgPool,
+    id: MatchId,
+    expected: u64,
+    events: Vec<NewEvent>,
+    update: &MatchUpdate,
+) -> Result<Appended, StoreError> {
+    let request_id = events.first().and_then(|e| e.request_id.clone());
+    let head = head(pool, id, request_id.as_deref()).await?;
+    if let Some((first, last)) = head.request_range()? {
+        return Ok(Appended {
+            events: events_between(pool, id, first, last).await?,
+            duplicate: true,
+        });
+    }
+    let actual = head.version()?;
+    if actual != expected {
+        return Err(StoreError::Conflict { expected, actual });
+    }
+    head.check_seats(update)?;
+    let stored = chain(id, expected, &head.last_hash()?, events);
+    let cols = EventColumns::new(&stored)?;
+    let version = stored.last().map_or(expected, |e| e.seq);
+    let last_hash = stored.last().map_or(head.last_hash()?, |e| e.hash);
+    let seats = &update.seats;
+    let result = sqlx::query_scalar::<_, i64>(
+        "WITH m AS (
+            UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
+                status = COALESCE($6, status)
+            WHERE match_id = $1::uuid AND version = $2
+            RETURNING match_id
+        ), e AS (
+            INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
+            SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
+                e.prev_hash, e.hash
+            FROM m, UNNEST($7::bigint[], $8::text[], $9::smallint[], $10::text[], $11::text[],
+                $12::timestamptz[], $13::bytea[], $14::bytea[])
+                AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
+        ), r AS (
+            INSERT INTO requests (match_id, request_id, first_seq, last_seq)
+            SELECT m.match_id, $15, $16, $3 FROM m WHERE $15::text IS NOT NULL
+        ), s AS (
+            UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot
+            FROM m, UNNEST($17::smallint[], $18::text[], $19::bytea[], $20::text[])
+                AS s(seat, player, token_hash, bot)
+            WHERE seats.match_id = m.match_id AND seats.seat = s.seat
+        )
+        SELECT count(*) FROM m",
+    )
+    .bind(id.to_string())
+    .bind(to_i64(expected)?)
+    .bind(to_i64(version)?)
+    .bind(last_hash.to_vec())
+    .bind(truncate_to_micros(Utc::now()))
+    .bind(update.status.map(|s| s.as_str()))
+    .bind(&cols.seq)
+    .bind(&cols.kind)
+    .bind(&cols.actor)
+    .bind(&cols.request_id)
+    .bind(&cols.payload)
+    .bind(&cols.at)
+    .bind(&cols.prev_hash)
+    .bind(&cols.hash)
+    .bind(request_id.as_deref())
+    .bind(to_i64(expected + 1)?)
+    .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
+    .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
+    .bind(seats.iter().map(|s| s.token_hash.map(|h| h.to_vec())).collect::<Vec<_>>())
+    .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
+    .fetch_one(pool)
+    .await;
+    match result {
+        Ok(1) => Ok(Appended {
+            events: stored,
+            duplicate: false,
+        }),
+        Ok(_) => refused(pool, id, expected, request_id.as_deref()).await,
+        // Another writer committed the same request id or seq first.
+        Err(e) if is_unique_violation(&e, "requests_pkey") || is_unique_violation(&e, "events_pkey") => {
+            refused(pool, id, expected, request_id.as_deref()).await
+        }
+        Err(e) => Err(StoreError::from_sqlx(e)),
+    }
+}
+
+pub(crate) async fn read_events(
+    pool: &PgPool,
+    id: MatchId,
+    after: u64,
+    limit: u32,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let rows: Vec<EventRow> = sqlx::query_as(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq LIMIT $3"
+    ))
+    .bind(id.to_string())
+    .bind(to_i64(after)?)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    if rows.is_empty() {
+        // Distinguish "no events yet" from "no such match".
+        get_match(pool, id).await?;
+    }
+    rows.into_iter().map(|r| r.into_event(id)).collect()
+}
+
+pub(crate) async fn load(
+    pool: &PgPool,
+    id: MatchId,
+    rules_version: u32,
+) -> Result<Loaded, StoreError> {
+    // One snapshot of the database for all three reads, so the events follow the snapshot and
+    // the record's version matches the last event.
+    let mut tx = pool
+        .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .await
+        .map_err(StoreError::from_sqlx)?;
+    let row: Option<MatchRow> = sqlx::query_as(&format!(
+        "SELECT {MATCH_COLUMNS} FROM matches WHERE match_id = $1::uuid"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    let row = row.ok_or(StoreError::NotFound(id))?;
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = $1::uuid ORDER BY seat"
+    ))
+    .bind(id.to_string())
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    let record = row.into_record(&seats)?;
+    let snapshot: Option<SnapshotRow> = sqlx::query_as(
+        "SELECT seq, rules_version, state::text AS state FROM snapshots
+         WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
+         ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(id.to_string())
+    .bind(i32::try_from(rules_version).map_err(|_| StoreError::Internal("rules_version too large".into()))?)
+    .bind(to_i64(record.version)?)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    let snapshot = snapshot.map(SnapshotRow::into_snapshot).transpose()?;
+    let after = snapshot.as_ref().map_or(0, |s| s.seq);
+    let rows: Vec<EventRow> = sqlx::query_as(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
+    ))
+    .bind(id.to_string())
+    .bind(to_i64(after)?)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    tx.commit().await.map_err(StoreError::from_sqlx)?;
+    let events = rows
+        .into_iter()
+        .map(|r| r.into_event(id))
+        .collect::<Result<_, _>>()?;
+    Ok(Loaded {
+        record,
+        snapshot,
+        events,
+    })
+}
+
+pub(crate) async fn put_snapshot(
+    pool: &PgPool,
+    id: MatchId,
+    snapshot: &Snapshot,
+) -> Result<(), StoreError> {
+    let result = sqlx::query(
+        "INSERT INTO snapshots (match_id, seq, rules_version, state)
+         SELECT match_id, $2, $3, $4::jsonb FROM matches WHERE match_id = $1::uuid AND version >= $2
+         ON CONFLICT (match_id, seq) DO UPDATE
+             SET rules_version = EXCLUDED.rules_version, state = EXCLUDED.state",
+    )
+    .bind(id.to_string())
+    .bind(to_i64(snapshot.seq)?)
+    .bind(i32::try_from(snapshot.rules_version).map_err(|_| StoreError::Internal("rules_version too large".into()))?)
+    .bind(canonical_json(&snapshot.state))
+    .execute(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    if result.rows_affected() == 0 {
+        // Either no such match, or a snapshot of events that do not exist yet.
+        let record = get_match(pool, id).await?;
+        return Err(StoreError::Internal(format!(
+            "snapshot at seq {} is beyond the match's version {}",
+            snapshot.seq, record.version
+        )));
+    }
+    Ok(())
+}
