@@ -1,0 +1,788 @@
+//! The Love Letter state machine: setup, turns, card effects, round and match ends.
+
+use std::ops::RangeInclusive;
+
+use serde::{Deserialize, Serialize};
+
+use super::cards::{CardId, Edition, Role};
+use super::error::Error;
+use super::types::{Action, Config, Event, PlayerView, RoundEnd, RoundResult, TokenReason, View};
+use crate::{Game, GameRng, Observation, Outcome, Seat, SeatSet, Seed, SetupError, Viewer};
+
+type Obs = Vec<Observation<Event>>;
+
+/// One seat's part of the state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Player {
+    /// One card between turns, two on one's own turn, up to three during a Chancellor choice
+    /// (the card held before, then the drawn ones). Empty once out.
+    hand: Vec<CardId>,
+    /// Played and discarded cards this round, in order.
+    played: Vec<CardId>,
+    out: bool,
+    protected: bool,
+    tokens: u8,
+}
+
+/// A whole Love Letter match. Serialises completely (the seeded stream included), so a restored
+/// state continues exactly as the original would.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoveLetter {
+    edition: Edition,
+    rng: GameRng,
+    round: u32,
+    /// Whose turn it is; meaningless once the match is over.
+    turn: Seat,
+    players: Vec<Player>,
+    /// The draw pile; its top is the *last* element, so drawing is a pop.
+    deck: Vec<CardId>,
+    /// The face-down card set aside at the start of the round, until a Prince draws it.
+    set_aside: Option<CardId>,
+    /// The three open cards of a 2-player round.
+    face_up: Vec<CardId>,
+    /// While the current player chooses after a Chancellor: how many cards it drew (1 or 2).
+    chancellor: u8,
+    last_round: Option<RoundResult>,
+    winners: Option<SeatSet>,
+}
+
+/// Whom a card chooses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Targeting {
+    Nobody,
+    /// Another player still in and unprotected (Guard, Priest, Baron, King).
+    Other,
+    /// Any player still in and unprotected, oneself included (Prince).
+    Anyone,
+}
+
+fn targeting(role: Role) -> Targeting {
+    match role {
+        Role::Guard | Role::Priest | Role::Baron | Role::King => Targeting::Other,
+        Role::Prince => Targeting::Anyone,
+        Role::Spy | Role::Handmaid | Role::Chancellor | Role::Countess | Role::Princess => {
+            Targeting::Nobody
+        }
+    }
+}
+
+/// Tokens a player needs to win the match, by number of players.
+pub(super) fn tokens_to_win(seats: u8) -> u8 {
+    match seats {
+        0..=2 => 6,
+        3 => 5,
+        4 => 4,
+        _ => 3,
+    }
+}
+
+impl LoveLetter {
+    fn seat_count(&self) -> u8 {
+        self.players.len() as u8
+    }
+
+    fn over(&self) -> bool {
+        self.winners.is_some()
+    }
+
+    /// Whether `target` may be chosen by a card now.
+    fn choosable(&self, target: Seat) -> bool {
+        self.players
+            .get(target as usize)
+            .is_some_and(|p| !p.out && !p.protected)
+    }
+
+    fn any_other_choosable(&self, seat: Seat) -> bool {
+        (0..self.seat_count()).any(|t| t != seat && self.choosable(t))
+    }
+
+    /// The role the Guard may name in this edition.
+    fn guessable(&self) -> impl Iterator<Item = Role> + '_ {
+        Role::ALL
+            .into_iter()
+            .filter(|r| *r != Role::Guard && self.edition.has_role(*r))
+    }
+
+    /// With the Countess and a King or Prince in hand, only the Countess may be played.
+    fn countess_forced(hand: &[CardId]) -> bool {
+        hand.iter().any(|c| c.role() == Role::Countess)
+            && hand
+                .iter()
+                .any(|c| matches!(c.role(), Role::King | Role::Prince))
+    }
+
+    fn deal_round(&mut self, first: Seat, order: &[CardId], obs: &mut Obs) {
+        self.round += 1;
+        for p in &mut self.players {
+            p.hand.clear();
+            p.played.clear();
+            p.out = false;
+            p.protected = false;
+        }
+        let n = self.seat_count();
+        let mut cards = order.iter().copied();
+        self.set_aside = cards.next();
+        self.face_up.clear();
+        if n == 2 {
+            self.face_up.extend(cards.by_ref().take(3));
+        }
+        for i in 0..n {
+            let seat = (first + i) % n;
+            if let Some(card) = cards.next() {
+                self.players[seat as usize].hand.push(card);
+            }
+        }
+        self.deck.clear();
+        self.deck.extend(cards.rev());
+        self.chancellor = 0;
+        obs.push(Observation::public(Event::RoundStarted {
+            round: self.round,
+            first_player: first,
+            face_up: self.face_up.clone(),
+        }));
+        for seat in 0..n {
+            if let Some(&card) = self.players[seat as usize].hand.first() {
+                obs.push(Observation::to_seat(seat, Event::Dealt { seat, card }));
+            }
+        }
+        self.start_turn(first, obs);
+    }
+
+    fn start_turn(&mut self, seat: Seat, obs: &mut Obs) {
+        self.turn = seat;
+        let player = &mut self.players[seat as usize];
+        player.protected = false;
+        obs.push(Observation::public(Event::TurnStarted { seat }));
+        if let Some(card) = self.deck.pop() {
+            player.hand.push(card);
+            obs.push(Observation::to_seat(seat, Event::Drew { seat, card }));
+        }
+    }
+
+    fn eliminate(&mut self, seat: Seat, obs: &mut Obs) {
+        let player = &mut self.players[seat as usize];
+        player.out = true;
+        player.protected = false;
+        let discarded = std::mem::take(&mut player.hand);
+        player.played.extend_from_slice(&discarded);
+        obs.push(Observation::public(Event::PlayerOut { seat, discarded }));
+    }
+
+    fn end_turn(&mut self, obs: &mut Obs) {
+        let n = self.seat_count();
+        let in_count = self.players.iter().filter(|p| !p.out).count();
+        if in_count <= 1 {
+            self.end_round(RoundEnd::LastStanding, obs);
+        } else if self.deck.is_empty() {
+            self.end_round(RoundEnd::DeckEmpty, obs);
+        } else {
+            let next = (1..=n)
+                .map(|i| (self.turn + i) % n)
+                .find(|s| !self.players[*s as usize].out)
+                .unwrap_or(self.turn);
+            self.start_turn(next, obs);
+        }
+    }
+
+    fn end_round(&mut self, reason: RoundEnd, obs: &mut Obs) {
+        let n = self.seat_count();
+        let hand_value = |p: &Player| p.hand.iter().map(|c| c.value()).max();
+        let best = self
+            .players
+            .iter()
+            .filter(|p| !p.out)
+            .filter_map(hand_value)
+            .max();
+        let mut winners = SeatSet::EMPTY;
+        for (seat, p) in self.players.iter().enumerate() {
+            let wins = match reason {
+                RoundEnd::LastStanding => !p.out,
+                RoundEnd::DeckEmpty => !p.out && hand_value(p) == best,
+            };
+            if wins {
+                winners.insert(seat as Seat);
+            }
+        }
+        let mut spies = (0..n).filter(|s| {
+            let p = &self.players[*s as usize];
+            !p.out && p.played.iter().any(|c| c.role() == Role::Spy)
+        });
+        let spy_bonus = match (spies.next(), spies.next()) {
+            (Some(seat), None) => Some(seat),
+            _ => None,
+        };
+        let mut gains = Vec::new();
+        for seat in winners.iter() {
+            let p = &mut self.players[seat as usize];
+            p.tokens = p.tokens.saturating_add(1);
+            gains.push((seat, TokenReason::RoundWin, p.tokens));
+        }
+        if let Some(seat) = spy_bonus {
+            let p = &mut self.players[seat as usize];
+            p.tokens = p.tokens.saturating_add(1);
+            gains.push((seat, TokenReason::SpyBonus, p.tokens));
+        }
+        for p in &mut self.players {
+            p.protected = false;
+        }
+        let hands = self
+            .players
+            .iter()
+            .map(|p| match reason {
+                RoundEnd::DeckEmpty if !p.out => p.hand.first().copied(),
+                _ => None,
+            })
+            .collect();
+        let tokens: Vec<u8> = self.players.iter().map(|p| p.tokens).collect();
+        let result = RoundResult {
+            round: self.round,
+            reason,
+            hands,
+            set_aside: self.set_aside,
+            winners,
+            spy_bonus,
+            tokens: tokens.clone(),
+        };
+        obs.push(Observation::public(Event::RoundEnded(result.clone())));
+        for (seat, reason, total) in gains {
+            obs.push(Observation::public(Event::TokenGained {
+                seat,
+                reason,
+                total,
+            }));
+        }
+        self.last_round = Some(result);
+
+        let goal = tokens_to_win(n);
+        let champions: SeatSet = (0..n)
+            .filter(|s| self.players[*s as usize].tokens >= goal)
+            .collect();
+        if !champions.is_empty() {
+            self.winners = Some(champions);
+            obs.push(Observation::public(Event::MatchEnded {
+                winners: champions,
+                tokens,
+            }));
+            return;
+        }
+        // The round's winner starts the next; after a tie the seed picks one of the tied.
+        let tied: Vec<Seat> = winners.iter().collect();
+        let first = match tied.len() {
+            0 => self.turn,
+            1 => tied[0],
+            k => tied[self.rng.below(k as u32) as usize],
+        };
+        let mut order = self.edition.cards().to_vec();
+        self.rng.shuffle(&mut order);
+        self.deal_round(first, &order, obs);
+    }
+
+    /// Checks a `Play` against the rules; on success nothing has changed yet.
+    fn validate_play(
+        &self,
+        seat: Seat,
+        card: CardId,
+        target: Option<Seat>,
+        guess: Option<Role>,
+    ) -> Result<(), Error> {
+        let hand = &self.players[seat as usize].hand;
+        if !hand.contains(&card) {
+            return Err(Error::CardNotInHand(card));
+        }
+        let role = card.role();
+        if role != Role::Countess && Self::countess_forced(hand) {
+            return Err(Error::CountessMustBePlayed);
+        }
+        if role != Role::Guard && guess.is_some() {
+            return Err(Error::GuessNotAllowed);
+        }
+        match (targeting(role), target) {
+            (Targeting::Nobody, None) => return Ok(()),
+            (Targeting::Nobody, Some(_)) => return Err(Error::TargetNotAllowed),
+            (Targeting::Other, None) => {
+                if self.any_other_choosable(seat) {
+                    return Err(Error::TargetRequired);
+                }
+                return if guess.is_some() {
+                    Err(Error::GuessNotAllowed)
+                } else {
+                    Ok(())
+                };
+            }
+            (Targeting::Anyone, None) => return Err(Error::TargetRequired),
+            (kind, Some(t)) => {
+                let Some(p) = self.players.get(t as usize) else {
+                    return Err(Error::NoSuchSeat(t));
+                };
+                if t == seat && kind == Targeting::Other {
+                    return Err(Error::CannotTargetSelf);
+                }
+                if p.out {
+                    return Err(Error::TargetOut(t));
+                }
+                if p.protected && t != seat {
+                    return Err(Error::TargetProtected(t));
+                }
+            }
+        }
+        if role == Role::Guard {
+            match guess {
+                None => return Err(Error::GuessRequired),
+                Some(Role::Guard) => return Err(Error::GuessGuard),
+                Some(g) if !self.edition.has_role(g) => return Err(Error::GuessNotInEdition(g)),
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn play(
+        &mut self,
+        seat: Seat,
+        card: CardId,
+        target: Option<Seat>,
+        guess: Option<Role>,
+        obs: &mut Obs,
+    ) {
+        let s = seat as usize;
+        let player = &mut self.players[s];
+        if let Some(i) = player.hand.iter().position(|c| *c == card) {
+            player.hand.remove(i);
+        }
+        player.played.push(card);
+        obs.push(Observation::public(Event::Played {
+            seat,
+            card,
+            target,
+            guess,
+        }));
+        let role = card.role();
+        if target.is_none() && targeting(role) != Targeting::Nobody {
+            obs.push(Observation::public(Event::NoEffect { seat, card }));
+            self.end_turn(obs);
+            return;
+        }
+        match role {
+            Role::Spy | Role::Countess => {}
+            Role::Princess => self.eliminate(seat, obs),
+            Role::Handmaid => self.players[s].protected = true,
+            Role::Guard => {
+                if let (Some(t), Some(g)) = (target, guess) {
+                    let hit = self.players[t as usize]
+                        .hand
+                        .first()
+                        .is_some_and(|c| c.role() == g);
+                    obs.push(Observation::public(Event::GuardGuess {
+                        seat,
+                        target: t,
+                        guess: g,
+                        hit,
+                    }));
+                    if hit {
+                        self.eliminate(t, obs);
+                    }
+                }
+            }
+            Role::Priest => {
+                if let Some(t) = target
+                    && let Some(&seen) = self.players[t as usize].hand.first()
+                {
+                    obs.push(Observation::to_seat(
+                        seat,
+                        Event::PriestSaw {
+                            seat,
+                            target: t,
+                            card: seen,
+                        },
+                    ));
+                }
+            }
+            Role::Baron => {
+                if let Some(t) = target
+                    && let (Some(&mine), Some(&theirs)) = (
+                        self.players[s].hand.first(),
+                        self.players[t as usize].hand.first(),
+                    )
+                {
+                    let loser = match mine.value().cmp(&theirs.value()) {
+                        std::cmp::Ordering::Less => Some(seat),
+                        std::cmp::Ordering::Greater => Some(t),
+                        std::cmp::Ordering::Equal => None,
+                    };
+                    let both: SeatSet = [seat, t].into_iter().collect();
+                    obs.push(Observation::to_seats(
+                        both,
+                        Event::BaronCompared {
+                            seat,
+                            target: t,
+                            seat_card: mine,
+                            target_card: theirs,
+                            loser,
+                        },
+                    ));
+                    if let Some(loser) = loser {
+                        self.eliminate(loser, obs);
+                    }
+                }
+            }
+            Role::King => {
+                if let Some(t) = target
+                    && let (Some(&mine), Some(&theirs)) = (
+                        self.players[s].hand.first(),
+                        self.players[t as usize].hand.first(),
+                    )
+                {
+                    self.players[s].hand[0] = theirs;
+                    self.players[t as usize].hand[0] = mine;
+                    let both: SeatSet = [seat, t].into_iter().collect();
+                    obs.push(Observation::to_seats(
+                        both,
+                        Event::KingTraded {
+                            seat,
+                            target: t,
+                            seat_gave: mine,
+                            target_gave: theirs,
+                        },
+                    ));
+                }
+            }
+            Role::Prince => {
+                if let Some(t) = target {
+                    let victim = &mut self.players[t as usize];
+                    let discarded = std::mem::take(&mut victim.hand);
+                    victim.played.extend_from_slice(&discarded);
+                    for &c in &discarded {
+                        obs.push(Observation::public(Event::PrinceDiscarded {
+                            seat,
+                            target: t,
+                            card: c,
+                        }));
+                    }
+                    if discarded.iter().any(|c| c.role() == Role::Princess) {
+                        // Out at once; the Princess does nothing more and no card is drawn.
+                        victim.out = true;
+                        victim.protected = false;
+                        obs.push(Observation::public(Event::PlayerOut {
+                            seat: t,
+                            discarded: Vec::new(),
+                        }));
+                    } else {
+                        let (new, from_set_aside) = match self.deck.pop() {
+                            Some(c) => (Some(c), false),
+                            None => (self.set_aside.take(), true),
+                        };
+                        if let Some(c) = new {
+                            self.players[t as usize].hand.push(c);
+                            obs.push(Observation::to_seat(
+                                t,
+                                Event::PrinceDrew {
+                                    target: t,
+                                    card: c,
+                                    from_set_aside,
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
+            Role::Chancellor => {
+                let n = self.deck.len().min(2);
+                if n == 0 {
+                    obs.push(Observation::public(Event::NoEffect { seat, card }));
+                } else {
+                    let at = self.deck.len() - n;
+                    let drawn: Vec<CardId> = self.deck.drain(at..).rev().collect();
+                    self.players[s].hand.extend_from_slice(&drawn);
+                    self.chancellor = n as u8;
+                    obs.push(Observation::to_seat(
+                        seat,
+                        Event::ChancellorDrew { seat, cards: drawn },
+                    ));
+                    // The turn goes on with the choice of what to keep.
+                    return;
+                }
+            }
+        }
+        self.end_turn(obs);
+    }
+
+    fn validate_keep(&self, seat: Seat, keep: CardId, bottom: &[CardId]) -> Result<(), Error> {
+        let hand = &self.players[seat as usize].hand;
+        if !hand.contains(&keep) {
+            return Err(Error::CardNotInHand(keep));
+        }
+        if bottom.len() + 1 != hand.len() {
+            return Err(Error::BadChancellorChoice);
+        }
+        for (i, c) in bottom.iter().enumerate() {
+            if !hand.contains(c) {
+                return Err(Error::CardNotInHand(*c));
+            }
+            if *c == keep || bottom[..i].contains(c) {
+                return Err(Error::BadChancellorChoice);
+            }
+        }
+        Ok(())
+    }
+
+    fn keep(&mut self, seat: Seat, keep: CardId, bottom: &[CardId], obs: &mut Obs) {
+        let hand = &mut self.players[seat as usize].hand;
+        hand.clear();
+        hand.push(keep);
+        // `bottom` ends with the very bottom card, and the bottom is the front of `deck`.
+        for &c in bottom {
+            self.deck.insert(0, c);
+        }
+        self.chancellor = 0;
+        obs.push(Observation::to_seat(
+            seat,
+            Event::ChancellorKept {
+                seat,
+                kept: keep,
+                bottom: bottom.to_vec(),
+            },
+        ));
+        obs.push(Observation::public(Event::ChancellorReturned {
+            seat,
+            count: bottom.len() as u8,
+        }));
+        self.end_turn(obs);
+    }
+
+    fn push_plays(&self, seat: Seat, card: CardId, out: &mut Vec<Action>) {
+        let play = |target, guess| Action::Play {
+            card,
+            target,
+            guess,
+        };
+        match targeting(card.role()) {
+            Targeting::Nobody => out.push(play(None, None)),
+            kind => {
+                let targets = (0..self.seat_count())
+                    .filter(|t| self.choosable(*t) && (*t != seat || kind == Targeting::Anyone));
+                let before = out.len();
+                for t in targets {
+                    if card.role() == Role::Guard {
+                        out.extend(self.guessable().map(|g| play(Some(t), Some(g))));
+                    } else {
+                        out.push(play(Some(t), None));
+                    }
+                }
+                if out.len() == before {
+                    out.push(play(None, None));
+                }
+            }
+        }
+    }
+}
+
+impl Game for LoveLetter {
+    const KIND: &'static str = "love-letter";
+    const RULES_VERSION: u32 = 1;
+
+    type Config = Config;
+    type Action = Action;
+    type Event = Event;
+    type View = View;
+    type Error = Error;
+
+    fn seat_range(config: &Config) -> RangeInclusive<u8> {
+        2..=config.edition.max_players()
+    }
+
+    fn setup(config: &Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {
+        let range = Self::seat_range(config);
+        if !range.contains(&seats) {
+            return Err(SetupError::SeatCount {
+                game: Self::KIND,
+                min: *range.start(),
+                max: *range.end(),
+                got: seats,
+            });
+        }
+        if let Some(first) = config.first_player
+            && first >= seats
+        {
+            return Err(SetupError::InvalidConfig(format!(
+                "first player {first} is not one of the {seats} seats"
+            )));
+        }
+        let cards = config.edition.cards();
+        if let Some(deck) = &config.deck {
+            let mut sorted = deck.clone();
+            sorted.sort();
+            if sorted != cards {
+                return Err(SetupError::InvalidConfig(format!(
+                    "the deck must hold each of the {} cards of the edition exactly once",
+                    cards.len()
+                )));
+            }
+        }
+        let mut rng = GameRng::new(seed);
+        let first = match config.first_player {
+            Some(seat) => seat,
+            None => rng.below(u32::from(seats)) as Seat,
+        };
+        let order = match &config.deck {
+            Some(deck) => deck.clone(),
+            None => {
+                let mut order = cards.to_vec();
+                rng.shuffle(&mut order);
+                order
+            }
+        };
+        let mut game = LoveLetter {
+            edition: config.edition,
+            rng,
+            round: 0,
+            turn: first,
+            players: vec![Player::default(); seats as usize],
+            deck: Vec::with_capacity(cards.len()),
+            set_aside: None,
+            face_up: Vec::new(),
+            chancellor: 0,
+            last_round: None,
+            winners: None,
+        };
+        game.deal_round(first, &order, &mut Vec::new());
+        Ok(game)
+    }
+
+    fn seats(&self) -> u8 {
+        self.seat_count()
+    }
+
+    fn awaiting(&self) -> SeatSet {
+        if self.over() {
+            SeatSet::EMPTY
+        } else {
+            SeatSet::single(self.turn)
+        }
+    }
+
+    fn legal_actions(&self, seat: Seat) -> Vec<Action> {
+        if self.over() || seat != self.turn || seat >= self.seat_count() {
+            return Vec::new();
+        }
+        let hand = &self.players[seat as usize].hand;
+        let mut out = Vec::new();
+        if self.chancellor > 0 {
+            for (i, &keep) in hand.iter().enumerate() {
+                let rest: Vec<CardId> = hand
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, c)| *c)
+                    .collect();
+                out.push(Action::ChancellorKeep {
+                    keep,
+                    bottom: rest.clone(),
+                });
+                if rest.len() == 2 {
+                    out.push(Action::ChancellorKeep {
+                        keep,
+                        bottom: vec![rest[1], rest[0]],
+                    });
+                }
+            }
+            return out;
+        }
+        let mut cards = hand.clone();
+        cards.sort();
+        let forced = Self::countess_forced(&cards);
+        for card in cards {
+            if forced && card.role() != Role::Countess {
+                continue;
+            }
+            self.push_plays(seat, card, &mut out);
+        }
+        out
+    }
+
+    fn apply(&mut self, seat: Seat, action: &Action) -> Result<Obs, Error> {
+        if self.over() {
+            return Err(Error::MatchOver);
+        }
+        if seat >= self.seat_count() {
+            return Err(Error::NoSuchSeat(seat));
+        }
+        if seat != self.turn {
+            return Err(Error::NotYourTurn);
+        }
+        let mut obs = Vec::with_capacity(8);
+        match action {
+            Action::Play {
+                card,
+                target,
+                guess,
+            } => {
+                if self.chancellor > 0 {
+                    return Err(Error::ChancellorChoicePending);
+                }
+                self.validate_play(seat, *card, *target, *guess)?;
+                self.play(seat, *card, *target, *guess, &mut obs);
+            }
+            Action::ChancellorKeep { keep, bottom } => {
+                if self.chancellor == 0 {
+                    return Err(Error::NoChancellorChoice);
+                }
+                self.validate_keep(seat, *keep, bottom)?;
+                self.keep(seat, *keep, bottom, &mut obs);
+            }
+        }
+        Ok(obs)
+    }
+
+    fn view(&self, viewer: Viewer) -> View {
+        let own = match viewer {
+            Viewer::Seat(s) => self.players.get(s as usize),
+            Viewer::Spectator => None,
+        };
+        let pending = self.chancellor > 0 && viewer == Viewer::Seat(self.turn);
+        let (hand, chancellor_choice) = match own {
+            Some(p) if pending => {
+                let split = p.hand.len().saturating_sub(self.chancellor as usize);
+                (p.hand[..split].to_vec(), Some(p.hand[split..].to_vec()))
+            }
+            Some(p) => (p.hand.clone(), None),
+            None => (Vec::new(), None),
+        };
+        View {
+            viewer,
+            edition: self.edition,
+            hand,
+            players: self
+                .players
+                .iter()
+                .enumerate()
+                .map(|(seat, p)| PlayerView {
+                    seat: seat as Seat,
+                    played: p.played.clone(),
+                    out: p.out,
+                    protected: p.protected,
+                    tokens: p.tokens,
+                    hand_count: p.hand.len() as u8,
+                })
+                .collect(),
+            deck_count: self.deck.len() as u8,
+            face_up: self.face_up.clone(),
+            round: self.round,
+            turn: (!self.over()).then_some(self.turn),
+            chancellor_choice,
+            tokens_to_win: tokens_to_win(self.seat_count()),
+            last_round: self.last_round.clone(),
+            winners: self.winners,
+        }
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        self.winners.map(|winners| Outcome {
+            winners,
+            scores: self.players.iter().map(|p| i32::from(p.tokens)).collect(),
+        })
+    }
+
+    fn default_action(&self, seat: Seat) -> Option<Action> {
+        self.legal_actions(seat).into_iter().next()
+    }
+}
