@@ -1,0 +1,1 @@
+//! Scenario tests for the rules (being written).
