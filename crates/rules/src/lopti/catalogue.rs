@@ -174,8 +174,9 @@ pub enum RuleStatus {
 pub struct Rule {
     pub id: RuleId,
     pub creator: u8,
-    /// The hand (0-based) whose winner created it.
-    pub created_after_hand: u8,
+    /// The hand (from 0) whose winner created it; `None` for a rule carried over from an
+    /// earlier session.
+    pub won_in_hand: Option<u8>,
     pub body: RuleBody,
     pub status: RuleStatus,
 }

@@ -82,7 +82,8 @@ pub use catalogue::{
     Trigger,
 };
 pub use protocol::{
-    Action, Ballot, BurnCause, Config, Error, Event, MAX_HANDS, Proposal, Source, Throw, VoteResult,
+    Action, Ballot, BurnCause, CarriedRule, Config, Error, Event, MAX_HANDS, Proposal, Source,
+    Throw, VoteResult,
 };
 pub use state::{Lopti, ROSHAMBO_THROWS};
 pub use view::{PhaseView, SeatView, View};

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::card::{Card, Rank};
-use super::catalogue::{Change, Rule, RuleId, RuleSpec, Timing};
+use super::catalogue::{Change, Rule, RuleBody, RuleId, RuleSpec, Timing};
 use crate::core::{GameError, Seat, SeatSet};
 
 /// How a session is set up.
@@ -21,6 +21,10 @@ pub struct Config {
     /// then seat 1, and so on; the rest is the draw pile, top first. Later hands shuffle the
     /// full deck.
     pub fixed_deck: Option<Vec<Card>>,
+    /// Rules of an earlier session that the table approved by majority while setting this one
+    /// up (that vote happens before the match is created and uses no hand's Rule Vote). They
+    /// start active, in this order, and are checked like new rules.
+    pub carried_rules: Vec<CarriedRule>,
 }
 
 impl Default for Config {
@@ -28,8 +32,16 @@ impl Default for Config {
         Config {
             hands: 3,
             fixed_deck: None,
+            carried_rules: Vec::new(),
         }
     }
+}
+
+/// A rule brought back from an earlier session, with the seat now answering for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CarriedRule {
+    pub creator: Seat,
+    pub body: RuleBody,
 }
 
 /// Most hands a session may have.

@@ -196,6 +196,29 @@ impl Lopti {
             reversed: false,
             skips: 0,
         };
+        for carried in &config.carried_rules {
+            if carried.creator >= seats {
+                return Err(SetupError::InvalidConfig(
+                    "a carried rule's creator has no seat".into(),
+                ));
+            }
+            let checked = match carried.body.clone() {
+                RuleBody::Enforced { spec } => state.check_new_rule(spec),
+                RuleBody::Table { text } => check_table_text(&text),
+            };
+            if let Err(e) = checked {
+                return Err(SetupError::InvalidConfig(format!(
+                    "carried rule refused: {e}"
+                )));
+            }
+            state.rules.push(Rule {
+                id: state.rules.len() as RuleId,
+                creator: carried.creator,
+                won_in_hand: None,
+                body: carried.body.clone(),
+                status: RuleStatus::Active,
+            });
+        }
         let mut sink = Vec::new();
         state.begin_hand(&mut sink);
         Ok(state)
@@ -592,7 +615,7 @@ impl Lopti {
             let rule = Rule {
                 id: self.rules.len() as RuleId,
                 creator: seat,
-                created_after_hand: self.hand.saturating_sub(1),
+                won_in_hand: self.hand.checked_sub(1),
                 body,
                 status: RuleStatus::Active,
             };
