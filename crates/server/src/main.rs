@@ -1,1 +1,59 @@
-fn main() {}
+//! The `missive` binary: parse the configuration, set up logging, bind both listeners, print
+//! where they are, and serve until Ctrl-C or SIGTERM.
+
+use anyhow::Context;
+use clap::Parser;
+use missive_server::Config;
+use tokio::net::TcpListener;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    tracing::debug!(?config, "configuration");
+
+    let service = missive_server::build_service(&config).await?;
+    let grpc = TcpListener::bind(config.grpc_addr)
+        .await
+        .with_context(|| format!("binding gRPC to {}", config.grpc_addr))?;
+    let http = TcpListener::bind(config.http_addr)
+        .await
+        .with_context(|| format!("binding HTTP to {}", config.http_addr))?;
+    // Printed on stdout, one line each, so scripts and tests can read the bound ports.
+    println!("missive gRPC listening on {}", grpc.local_addr()?);
+    println!("missive HTTP listening on http://{}", http.local_addr()?);
+    println!("missive store: {}", service.store().backend_name());
+
+    missive_server::run(config, service, grpc, http, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM; in-flight requests then drain.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,148 @@
+//! Checking a finished match's exported log ([`pb::AuditLog`]) without trusting the server:
+//! rebuild each stored event from its typed form, recompute the hash chain, check the seed
+//! against the commitment published at creation, and replay every action through the rules.
+
+use chrono::{DateTime, Utc};
+use missive_proto::v1 as pb;
+use missive_store::{GENESIS_HASH, MatchId, NewEvent, canonical_bytes, event_hash};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::games::{MatchState, Registry};
+use crate::service::kinds;
+
+/// Why a log does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuditError {
+    #[error("event {seq}: {reason}")]
+    Event { seq: u64, reason: String },
+    #[error("the seed does not match the commitment")]
+    SeedMismatch,
+    #[error("{0}")]
+    Malformed(String),
+}
+
+fn bad(seq: u64, reason: impl Into<String>) -> AuditError {
+    AuditError::Event {
+        seq,
+        reason: reason.into(),
+    }
+}
+
+fn time(at: Option<&pbjson_types::Timestamp>) -> Option<DateTime<Utc>> {
+    let at = at?;
+    DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).ok()?)
+}
+
+/// The event as the store holds it, rebuilt from its typed export. `created` is the match's
+/// first event, whose options give the game config that later payloads are read against.
+pub fn stored_event(
+    registry: &Registry,
+    event: &pb::AuditEvent,
+    created: Option<&pb::MatchCreated>,
+) -> Result<NewEvent, AuditError> {
+    use pb::audit_event::Body;
+    let seq = event.seq;
+    let payload = match &event.body {
+        Some(Body::Created(c)) => {
+            let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
+            let seats = u8::try_from(c.seat_count).map_err(|_| bad(seq, "seat count"))?;
+            let (_, parsed) = registry
+                .parse_options(options, Some(seats))
+                .map_err(|e| bad(seq, e.to_string()))?;
+            let mut payload = json!({
+                "config": parsed.config,
+                "seat_count": c.seat_count,
+                "fixed_deck": c.fixed_deck,
+            });
+            if let Some(secs) = c.turn_timeout_secs {
+                payload["turn_timeout_secs"] = json!(secs);
+            }
+            payload
+        }
+        Some(Body::Joined(j)) => json!({ "seat": j.seat, "player": j.player }),
+        Some(Body::Left(l)) => json!({ "seat": l.seat }),
+        Some(Body::Action(a)) => {
+            let created = created.ok_or_else(|| bad(seq, "action before creation"))?;
+            let options = created
+                .options
+                .as_ref()
+                .ok_or_else(|| bad(seq, "no options"))?;
+            let seats = u8::try_from(created.seat_count).map_err(|_| bad(seq, "seat count"))?;
+            let (game, _) = registry
+                .parse_options(options, Some(seats))
+                .map_err(|e| bad(seq, e.to_string()))?;
+            let action = a.action.as_ref().ok_or_else(|| bad(seq, "no action"))?;
+            let action = game
+                .parse_action(action)
+                .map_err(|e| bad(seq, e.to_string()))?;
+            json!({ "seat": a.seat, "action": action })
+        }
+        None => Value::Null,
+    };
+    Ok(NewEvent {
+        kind: event.kind.clone(),
+        actor: event.actor.map(|a| a as u8),
+        request_id: event.request_id.clone(),
+        payload,
+        at: time(event.at.as_ref()).ok_or_else(|| bad(seq, "bad timestamp"))?,
+    })
+}
+
+/// Verifies `log` of match `match_id` and returns the state its actions replay to.
+pub fn verify(
+    registry: &Registry,
+    match_id: MatchId,
+    log: &pb::AuditLog,
+) -> Result<Box<dyn MatchState>, AuditError> {
+    let seed: [u8; 32] = hex::decode(&log.seed)
+        .ok()
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| AuditError::Malformed("the seed is not 32 hex bytes".into()))?;
+    if hex::encode(Sha256::digest(seed)) != log.seed_commitment {
+        return Err(AuditError::SeedMismatch);
+    }
+    let mut prev = GENESIS_HASH;
+    let mut created: Option<pb::MatchCreated> = None;
+    let mut state: Option<Box<dyn MatchState>> = None;
+    for (i, event) in log.events.iter().enumerate() {
+        let seq = event.seq;
+        if seq != i as u64 + 1 {
+            return Err(bad(seq, format!("expected seq {}", i + 1)));
+        }
+        let stored = stored_event(registry, event, created.as_ref())?;
+        if hex::encode(prev) != event.prev_hash {
+            return Err(bad(seq, "prev_hash does not link to the previous event"));
+        }
+        let hash = event_hash(&prev, &canonical_bytes(match_id, seq, &stored));
+        if hex::encode(hash) != event.hash {
+            return Err(bad(seq, "hash does not match the event's content"));
+        }
+        prev = hash;
+        match (&event.body, event.kind.as_str()) {
+            (Some(pb::audit_event::Body::Created(c)), kinds::CREATED) => {
+                let seats = c.seat_count as u8;
+                let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
+                let (game, parsed) = registry
+                    .parse_options(options, Some(seats))
+                    .map_err(|e| bad(seq, e.to_string()))?;
+                state = Some(
+                    game.setup(&parsed.config, seats, seed)
+                        .map_err(|e| bad(seq, e.to_string()))?,
+                );
+                created = Some(c.clone());
+            }
+            (Some(pb::audit_event::Body::Action(_)), kinds::ACTION) => {
+                let state = state
+                    .as_mut()
+                    .ok_or_else(|| bad(seq, "action before creation"))?;
+                let seat = stored.payload["seat"].as_u64().unwrap_or(u64::MAX) as u8;
+                state
+                    .apply(seat, &stored.payload["action"])
+                    .map_err(|r| bad(seq, format!("the rules refuse this action: {}", r.rule)))?;
+            }
+            _ => {}
+        }
+    }
+    state.ok_or_else(|| AuditError::Malformed("the log has no creation event".into()))
+}

@@ -1,0 +1,126 @@
+//! The server's configuration: one typed struct, from flags and environment, parsed once in
+//! `main`. Secrets (a database URL may hold a password) are redacted in `Debug`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+#[derive(Clone, Parser)]
+#[command(
+    name = "missive",
+    version,
+    about = "Missive: a server for asynchronous turn-based games"
+)]
+pub struct Config {
+    /// Address for gRPC (port 0 picks a free port).
+    #[arg(long, env = "MISSIVE_GRPC_ADDR", default_value = "127.0.0.1:50051")]
+    pub grpc_addr: SocketAddr,
+
+    /// Address for HTTP/JSON, SSE, /openapi.json, /healthz and /metrics (port 0 picks a free port).
+    #[arg(long, env = "MISSIVE_HTTP_ADDR", default_value = "127.0.0.1:8080")]
+    pub http_addr: SocketAddr,
+
+    /// Directory for the embedded SQLite store (used when no database URL is given).
+    #[arg(long, env = "MISSIVE_DATA_DIR", default_value = "./missive-data")]
+    pub data_dir: PathBuf,
+
+    /// postgres://… to use PostgreSQL, or sqlite://path; default: SQLite under the data dir.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+
+    /// Allow CreateMatch with a fixed deck order (for tests and tutorials). Off by default.
+    #[arg(long, env = "MISSIVE_ALLOW_FIXED_DECK", default_value_t = false)]
+    pub allow_fixed_deck: bool,
+
+    /// Seconds before a request is cut off (watch streams excepted).
+    #[arg(long, env = "MISSIVE_REQUEST_TIMEOUT_SECS", default_value_t = 10)]
+    pub request_timeout_secs: u64,
+
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "MISSIVE_MAX_BODY_BYTES", default_value_t = 64 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// Requests served at once per transport; more wait.
+    #[arg(long, env = "MISSIVE_CONCURRENCY_LIMIT", default_value_t = 256)]
+    pub concurrency_limit: usize,
+
+    /// Write a state snapshot every this many events.
+    #[arg(long, env = "MISSIVE_SNAPSHOT_EVERY", default_value_t = 64)]
+    pub snapshot_every: u64,
+
+    /// Database connection pool size.
+    #[arg(long, env = "MISSIVE_DB_MAX_CONNECTIONS", default_value_t = 10)]
+    pub db_max_connections: u32,
+
+    /// Matches kept in memory.
+    #[arg(long, env = "MISSIVE_CACHE_CAPACITY", default_value_t = 10_000)]
+    pub cache_capacity: usize,
+}
+
+impl Config {
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs.max(1))
+    }
+
+    /// The store URL: the database URL if given, else SQLite in the data directory.
+    pub fn store_url(&self) -> String {
+        match &self.database_url {
+            Some(url) if !url.is_empty() => url.clone(),
+            _ => format!("sqlite://{}", self.data_dir.join("missive.db").display()),
+        }
+    }
+}
+
+/// `scheme://user:password@host/…` → `scheme://user:***@host/…`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((auth, host)) = rest.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("grpc_addr", &self.grpc_addr)
+            .field("http_addr", &self.http_addr)
+            .field("data_dir", &self.data_dir)
+            .field("database_url", &self.database_url.as_deref().map(redact))
+            .field("allow_fixed_deck", &self.allow_fixed_deck)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("concurrency_limit", &self.concurrency_limit)
+            .field("snapshot_every", &self.snapshot_every)
+            .field("db_max_connections", &self.db_max_connections)
+            .field("cache_capacity", &self.cache_capacity)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_hides_the_database_password() {
+        let config = Config::parse_from([
+            "missive",
+            "--database-url",
+            "postgres://app:hunter2@db:5432/missive",
+        ]);
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(
+            shown.contains("postgres://app:***@db:5432/missive"),
+            "{shown}"
+        );
+    }
+}

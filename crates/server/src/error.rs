@@ -1,0 +1,167 @@
+//! The server's one error type and its only two mappings: to a gRPC `Status` and to an HTTP
+//! status with a JSON body `{code, message, rule?}`.
+//!
+//! Messages are written for the caller and never carry internal detail: store and bug reports
+//! are logged here, at the mapping point, and the caller gets a generic sentence.
+
+use axum::http::StatusCode;
+use missive_store::StoreError;
+
+/// Why a request failed, in the API's terms.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request is malformed: a bad id, a missing field, an unknown action.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The rules refuse the action; `rule` is the game's stable code for the rule.
+    #[error("{message}")]
+    Rule { rule: String, message: String },
+    /// The match is not in a state that allows this (not started, over, full).
+    #[error("{message}")]
+    FailedPrecondition { rule: String, message: String },
+    /// The caller's expected version is not the match's version.
+    #[error("{0}")]
+    Aborted(String),
+    /// No token where one is needed, or a token that is not valid for this match.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// A valid token asking for something its seat may not do.
+    #[error("{0}")]
+    PermissionDenied(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// The store cannot be reached; retrying later may work.
+    #[error("the match store is unavailable")]
+    Unavailable(String),
+    /// A bug or corrupt data; the detail is logged, never sent.
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ApiError::InvalidArgument(message.into())
+    }
+
+    pub fn precondition(rule: &str, message: impl Into<String>) -> Self {
+        ApiError::FailedPrecondition {
+            rule: rule.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    pub fn internal(detail: impl Into<String>) -> Self {
+        ApiError::Internal(detail.into())
+    }
+
+    /// The canonical gRPC code name, also used as the `code` of HTTP error bodies.
+    pub fn code_name(&self) -> &'static str {
+        match self {
+            ApiError::InvalidArgument(_) => "INVALID_ARGUMENT",
+            ApiError::Rule { .. } | ApiError::FailedPrecondition { .. } => "FAILED_PRECONDITION",
+            ApiError::Aborted(_) => "ABORTED",
+            ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
+            ApiError::PermissionDenied(_) => "PERMISSION_DENIED",
+            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::Unavailable(_) => "UNAVAILABLE",
+            ApiError::Internal(_) => "INTERNAL",
+        }
+    }
+
+    /// The rule code for refusals, for clients to branch on.
+    pub fn rule(&self) -> Option<&str> {
+        match self {
+            ApiError::Rule { rule, .. } | ApiError::FailedPrecondition { rule, .. } => Some(rule),
+            _ => None,
+        }
+    }
+
+    /// What the caller is told; internal detail is logged here instead.
+    fn public_message(&self) -> String {
+        match self {
+            ApiError::Unavailable(detail) => {
+                tracing::warn!(%detail, "store unavailable");
+            }
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "internal error");
+            }
+            _ => {}
+        }
+        crate::metrics::record_error(self.code_name());
+        self.to_string()
+    }
+
+    pub fn http_status(&self) -> StatusCode {
+        match self {
+            ApiError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+            ApiError::Rule { .. } | ApiError::FailedPrecondition { .. } | ApiError::Aborted(_) => {
+                StatusCode::CONFLICT
+            }
+            ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            ApiError::PermissionDenied(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The HTTP body: `{"code": "FAILED_PRECONDITION", "message": "...", "rule": "..."}`.
+    pub fn http_body(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "code": self.code_name(),
+            "message": self.public_message(),
+        });
+        if let Some(rule) = self.rule() {
+            body["rule"] = serde_json::Value::String(rule.to_owned());
+        }
+        body
+    }
+}
+
+impl From<ApiError> for tonic::Status {
+    fn from(err: ApiError) -> Self {
+        use tonic::Code;
+        let code = match &err {
+            ApiError::InvalidArgument(_) => Code::InvalidArgument,
+            ApiError::Rule { .. } | ApiError::FailedPrecondition { .. } => Code::FailedPrecondition,
+            ApiError::Aborted(_) => Code::Aborted,
+            ApiError::Unauthenticated(_) => Code::Unauthenticated,
+            ApiError::PermissionDenied(_) => Code::PermissionDenied,
+            ApiError::NotFound(_) => Code::NotFound,
+            ApiError::Unavailable(_) => Code::Unavailable,
+            ApiError::Internal(_) => Code::Internal,
+        };
+        let rule = err.rule().map(str::to_owned);
+        let mut status = tonic::Status::new(code, err.public_message());
+        if let Some(rule) = rule {
+            if let Ok(value) = rule.parse() {
+                status.metadata_mut().insert("missive-rule", value);
+            }
+        }
+        status
+    }
+}
+
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        (self.http_status(), axum::Json(self.http_body())).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound(_) => ApiError::NotFound("no such match".into()),
+            StoreError::Conflict { .. } => {
+                ApiError::Aborted("the match changed meanwhile; reload and retry".into())
+            }
+            StoreError::AlreadyExists(id) => ApiError::internal(format!("match {id} exists")),
+            StoreError::Unavailable(detail) => ApiError::Unavailable(detail),
+            StoreError::Corrupt(detail) => ApiError::internal(format!("corrupt: {detail}")),
+            StoreError::Internal(detail) => ApiError::internal(detail),
+        }
+    }
+}
+
+/// Shorthand for the service's results.
+pub type ApiResult<T> = Result<T, ApiError>;

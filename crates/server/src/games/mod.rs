@@ -1,0 +1,290 @@
+//! The per-game adapter: how the service drives any game through one object-safe interface,
+//! and how each game maps its rules types to and from its proto messages.
+//!
+//! A game plugs in by implementing [`ProtoGame`] (the hand-written proto mapping, kept at the
+//! edge so rules types never derive prost) and adding one line to [`Registry::new`]. The
+//! service never names a game: it dispatches on the stable kind (`love-letter`) stored with
+//! every match, or on the oneof field set in a request.
+
+pub mod love_letter;
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use missive_proto::v1 as pb;
+use missive_rules::{Game, GameError, Observation, Outcome, Seat, SeatSet, Seed, Viewer};
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+
+/// A game's proto mapping. Conversions from proto validate the shape only; the rules decide
+/// legality.
+pub trait ProtoGame: Game {
+    /// The game's options, if `options` names this game.
+    fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Self::Config, String>>;
+    /// The options as shown to clients. `reveal` is false while the match runs: secrets such
+    /// as a fixed deck order stay out of what players see.
+    fn options_to_proto(config: &Self::Config, reveal: bool) -> pb::GameOptions;
+    /// Whether the creator fixed the deck (and so knows the cards).
+    fn fixed_deck(config: &Self::Config) -> bool;
+    fn action_from_proto(action: &pb::GameAction) -> Result<Self::Action, String>;
+    fn action_to_proto(action: &Self::Action) -> pb::GameAction;
+    fn view_to_proto(view: &Self::View) -> pb::GameView;
+    fn event_to_proto(event: &Self::Event) -> pb::GameEvent;
+}
+
+/// A refused action: the rule's stable code and a message that reveals nothing hidden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub message: String,
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        ApiError::Rule {
+            rule: refusal.rule.to_owned(),
+            message: refusal.message,
+        }
+    }
+}
+
+/// Parsed creation options, ready to store.
+#[derive(Debug, Clone)]
+pub struct ParsedOptions {
+    /// The rules' config as its serde JSON: what the "created" event stores.
+    pub config: Value,
+    pub fixed_deck: bool,
+}
+
+/// One game, object-safe. Configs and actions cross this boundary as the rules' serde JSON,
+/// which is also how they are stored.
+pub trait GameKind: Send + Sync + Debug + 'static {
+    fn kind(&self) -> &'static str;
+    fn rules_version(&self) -> u32;
+    /// `None` when `options` names another game.
+    fn parse_options(
+        &self,
+        options: &pb::GameOptions,
+        seats: u8,
+    ) -> Option<ApiResult<ParsedOptions>>;
+    fn default_seats(&self, config: &Value) -> ApiResult<u8>;
+    fn options_to_proto(&self, config: &Value, reveal: bool) -> ApiResult<pb::GameOptions>;
+    fn fixed_deck(&self, config: &Value) -> bool;
+    fn setup(&self, config: &Value, seats: u8, seed: [u8; 32]) -> ApiResult<Box<dyn MatchState>>;
+    fn restore(&self, state: Value) -> ApiResult<Box<dyn MatchState>>;
+    fn parse_action(&self, action: &pb::GameAction) -> ApiResult<Value>;
+    fn action_to_proto(&self, action: &Value) -> ApiResult<pb::GameAction>;
+}
+
+/// A running match's state, object-safe.
+pub trait MatchState: Send + Sync + Debug {
+    fn boxed_clone(&self) -> Box<dyn MatchState>;
+    /// Apply a stored or parsed action (rules serde JSON). On `Err` the state is unchanged.
+    fn apply(
+        &mut self,
+        seat: Seat,
+        action: &Value,
+    ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal>;
+    fn awaiting(&self) -> SeatSet;
+    fn legal_actions(&self, seat: Seat) -> Vec<pb::GameAction>;
+    fn view(&self, viewer: Viewer) -> pb::GameView;
+    fn outcome(&self) -> Option<Outcome>;
+    fn to_json(&self) -> ApiResult<Value>;
+}
+
+/// [`GameKind`] for any [`ProtoGame`].
+#[derive(Debug)]
+pub struct Adapter<G>(std::marker::PhantomData<fn() -> G>);
+
+impl<G> Default for Adapter<G> {
+    fn default() -> Self {
+        Adapter(std::marker::PhantomData)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct State<G>(G);
+
+fn config_of<G: ProtoGame>(config: &Value) -> ApiResult<G::Config> {
+    serde_json::from_value(config.clone())
+        .map_err(|e| ApiError::internal(format!("stored {} config unreadable: {e}", G::KIND)))
+}
+
+impl<G: ProtoGame> GameKind for Adapter<G> {
+    fn kind(&self) -> &'static str {
+        G::KIND
+    }
+
+    fn rules_version(&self) -> u32 {
+        G::RULES_VERSION
+    }
+
+    fn parse_options(
+        &self,
+        options: &pb::GameOptions,
+        seats: u8,
+    ) -> Option<ApiResult<ParsedOptions>> {
+        let config = match G::options_from_proto(options)? {
+            Ok(config) => config,
+            Err(message) => return Some(Err(ApiError::invalid(message))),
+        };
+        let range = G::seat_range(&config);
+        if !range.contains(&seats) {
+            return Some(Err(ApiError::invalid(format!(
+                "{} takes {} to {} seats, not {seats}",
+                G::KIND,
+                range.start(),
+                range.end()
+            ))));
+        }
+        // Set up once to validate the whole config (a fixed deck, a first player) up front.
+        if let Err(e) = G::setup(&config, seats, Seed([0; 32])) {
+            return Some(Err(ApiError::invalid(e.to_string())));
+        }
+        let fixed_deck = G::fixed_deck(&config);
+        Some(
+            serde_json::to_value(&config)
+                .map(|config| ParsedOptions { config, fixed_deck })
+                .map_err(|e| ApiError::internal(e.to_string())),
+        )
+    }
+
+    fn default_seats(&self, config: &Value) -> ApiResult<u8> {
+        Ok(*G::seat_range(&config_of::<G>(config)?).start())
+    }
+
+    fn options_to_proto(&self, config: &Value, reveal: bool) -> ApiResult<pb::GameOptions> {
+        Ok(G::options_to_proto(&config_of::<G>(config)?, reveal))
+    }
+
+    fn fixed_deck(&self, config: &Value) -> bool {
+        config_of::<G>(config)
+            .map(|c| G::fixed_deck(&c))
+            .unwrap_or(false)
+    }
+
+    fn setup(&self, config: &Value, seats: u8, seed: [u8; 32]) -> ApiResult<Box<dyn MatchState>> {
+        let game = G::setup(&config_of::<G>(config)?, seats, Seed(seed))
+            .map_err(|e| ApiError::internal(format!("stored match no longer sets up: {e}")))?;
+        Ok(Box::new(State(game)))
+    }
+
+    fn restore(&self, state: Value) -> ApiResult<Box<dyn MatchState>> {
+        let game: G = serde_json::from_value(state)
+            .map_err(|e| ApiError::internal(format!("snapshot unreadable: {e}")))?;
+        Ok(Box::new(State(game)))
+    }
+
+    fn parse_action(&self, action: &pb::GameAction) -> ApiResult<Value> {
+        let action = G::action_from_proto(action).map_err(ApiError::InvalidArgument)?;
+        serde_json::to_value(&action).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    fn action_to_proto(&self, action: &Value) -> ApiResult<pb::GameAction> {
+        let action: G::Action = serde_json::from_value(action.clone())
+            .map_err(|e| ApiError::internal(format!("stored action unreadable: {e}")))?;
+        Ok(G::action_to_proto(&action))
+    }
+}
+
+impl<G: ProtoGame> MatchState for State<G> {
+    fn boxed_clone(&self) -> Box<dyn MatchState> {
+        Box::new(self.clone())
+    }
+
+    fn apply(
+        &mut self,
+        seat: Seat,
+        action: &Value,
+    ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
+        let action: G::Action = serde_json::from_value(action.clone()).map_err(|_| Refusal {
+            rule: "malformed-action",
+            message: "this is not an action of this game".into(),
+        })?;
+        let observations = self.0.apply(seat, &action).map_err(|e| Refusal {
+            rule: e.code(),
+            message: e.to_string(),
+        })?;
+        Ok(observations
+            .iter()
+            .map(|o| Observation {
+                audience: o.audience,
+                event: G::event_to_proto(&o.event),
+            })
+            .collect())
+    }
+
+    fn awaiting(&self) -> SeatSet {
+        self.0.awaiting()
+    }
+
+    fn legal_actions(&self, seat: Seat) -> Vec<pb::GameAction> {
+        self.0
+            .legal_actions(seat)
+            .iter()
+            .map(G::action_to_proto)
+            .collect()
+    }
+
+    fn view(&self, viewer: Viewer) -> pb::GameView {
+        G::view_to_proto(&self.0.view(viewer))
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        self.0.outcome()
+    }
+
+    fn to_json(&self) -> ApiResult<Value> {
+        serde_json::to_value(&self.0).map_err(|e| ApiError::internal(e.to_string()))
+    }
+}
+
+/// Every game this server plays, by stable kind.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    games: HashMap<&'static str, Arc<dyn GameKind>>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        let mut games: HashMap<&'static str, Arc<dyn GameKind>> = HashMap::new();
+        let love_letter: Arc<dyn GameKind> =
+            Arc::new(Adapter::<missive_rules::love_letter::LoveLetter>::default());
+        games.insert(love_letter.kind(), love_letter);
+        Registry { games }
+    }
+
+    pub fn get(&self, kind: &str) -> ApiResult<&Arc<dyn GameKind>> {
+        self.games
+            .get(kind)
+            .ok_or_else(|| ApiError::internal(format!("no game registered for kind {kind}")))
+    }
+
+    /// The game whose oneof field `options` sets, with the parsed options.
+    pub fn parse_options(
+        &self,
+        options: &pb::GameOptions,
+        seats: Option<u8>,
+    ) -> ApiResult<(Arc<dyn GameKind>, ParsedOptions)> {
+        for game in self.games.values() {
+            let seats = match seats {
+                Some(seats) => seats,
+                None => 2,
+            };
+            if let Some(parsed) = game.parse_options(options, seats) {
+                return Ok((game.clone(), parsed?));
+            }
+        }
+        Err(ApiError::invalid(
+            "options must name a game (e.g. loveLetter)",
+        ))
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}

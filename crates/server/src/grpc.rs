@@ -1,0 +1,139 @@
+//! The gRPC transport: the `missive.v1.Missive` service over [`Service`], plus health and
+//! reflection. Handlers only extract the bearer token and relay; the service does the work.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use missive_proto::v1 as pb;
+use missive_proto::v1::missive_server::Missive;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::auth;
+use crate::error::ApiError;
+use crate::service::{Caller, Service};
+
+/// The tonic service.
+#[derive(Debug, Clone)]
+pub struct Grpc {
+    service: Arc<Service>,
+}
+
+impl Grpc {
+    pub fn new(service: Arc<Service>) -> Self {
+        Grpc { service }
+    }
+}
+
+fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
+    let header = match request.metadata().get("authorization") {
+        Some(value) => Some(value.to_str().map_err(|_| {
+            Status::from(ApiError::Unauthenticated(
+                "the authorization header is not text".into(),
+            ))
+        })?),
+        None => None,
+    };
+    Ok(Caller {
+        token: auth::bearer(header)?,
+    })
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchMatchResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Missive for Grpc {
+    async fn create_match(
+        &self,
+        request: Request<pb::CreateMatchRequest>,
+    ) -> Result<Response<pb::CreateMatchResponse>, Status> {
+        Ok(Response::new(
+            self.service.create_match(request.into_inner()).await?,
+        ))
+    }
+
+    async fn join_match(
+        &self,
+        request: Request<pb::JoinMatchRequest>,
+    ) -> Result<Response<pb::JoinMatchResponse>, Status> {
+        Ok(Response::new(
+            self.service.join_match(request.into_inner()).await?,
+        ))
+    }
+
+    async fn act(
+        &self,
+        request: Request<pb::ActRequest>,
+    ) -> Result<Response<pb::ActResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service.act(&caller, request.into_inner()).await?,
+        ))
+    }
+
+    async fn get_view(
+        &self,
+        request: Request<pb::GetViewRequest>,
+    ) -> Result<Response<pb::GetViewResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service.get_view(&caller, request.into_inner()).await?,
+        ))
+    }
+
+    type WatchMatchStream = WatchStream;
+
+    async fn watch_match(
+        &self,
+        request: Request<pb::WatchMatchRequest>,
+    ) -> Result<Response<Self::WatchMatchStream>, Status> {
+        let caller = caller(&request)?;
+        let rx = self.service.watch(&caller, request.into_inner()).await?;
+        let stream = ReceiverStream::new(rx).map(|item| item.map_err(Status::from));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn get_history(
+        &self,
+        request: Request<pb::GetHistoryRequest>,
+    ) -> Result<Response<pb::GetHistoryResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service
+                .get_history(&caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn get_match(
+        &self,
+        request: Request<pb::GetMatchRequest>,
+    ) -> Result<Response<pb::GetMatchResponse>, Status> {
+        Ok(Response::new(
+            self.service.get_match(request.into_inner()).await?,
+        ))
+    }
+
+    async fn list_matches(
+        &self,
+        request: Request<pb::ListMatchesRequest>,
+    ) -> Result<Response<pb::ListMatchesResponse>, Status> {
+        Ok(Response::new(
+            self.service.list_matches(request.into_inner()).await?,
+        ))
+    }
+
+    async fn leave_match(
+        &self,
+        request: Request<pb::LeaveMatchRequest>,
+    ) -> Result<Response<pb::LeaveMatchResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service
+                .leave_match(&caller, request.into_inner())
+                .await?,
+        ))
+    }
+}

@@ -1,0 +1,121 @@
+//! The Missive server: gRPC and HTTP/JSON over the rules engines and the event store.
+//!
+//! [`run`] starts both transports on already-bound listeners and serves until the shutdown
+//! future resolves; `main` only parses the configuration, sets up logging and binds.
+//!
+//! **Architecture invariant:** protobuf types stay at the edge. The service core speaks the
+//! API's messages; rules types are mapped to and from them only in [`games`].
+
+pub mod audit;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod games;
+pub mod grpc;
+pub mod metrics;
+pub mod service;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use missive_store::{Store, StoreOptions};
+use tokio::net::TcpListener;
+
+pub use crate::config::Config;
+use crate::service::{Service, Settings};
+
+/// Connects the store (running its migrations) and builds the service.
+pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
+    if config.database_url.as_deref().is_none_or(str::is_empty) {
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!("creating the data directory {}", config.data_dir.display())
+        })?;
+    }
+    let store = Store::connect(
+        &config.store_url(),
+        StoreOptions {
+            snapshot_every: config.snapshot_every,
+            max_connections: config.db_max_connections,
+        },
+    )
+    .await
+    .context("connecting to the store")?;
+    Ok(Arc::new(Service::new(
+        store,
+        Settings {
+            allow_fixed_deck: config.allow_fixed_deck,
+            cache_capacity: config.cache_capacity,
+        },
+    )))
+}
+
+/// Serves gRPC on `grpc` and HTTP on `http` until `shutdown` resolves, then drains.
+pub async fn run(
+    config: Config,
+    service: Arc<Service>,
+    grpc: TcpListener,
+    http: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
+    let grpc_task = tokio::spawn(grpc_server(
+        config.clone(),
+        service.clone(),
+        grpc,
+        stopped(),
+    ));
+    let http_task = tokio::spawn(http::serve(config, service, http, stopped()));
+    let (g, h) = tokio::join!(grpc_task, http_task);
+    g.context("gRPC task")??;
+    h.context("HTTP task")??;
+    Ok(())
+}
+
+async fn grpc_server(
+    config: Config,
+    service: Arc<Service>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    use missive_proto::v1::missive_server::MissiveServer;
+
+    let (health_reporter, health) = tonic_health::server::health_reporter();
+    health_reporter
+        .set_serving::<MissiveServer<grpc::Grpc>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(missive_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+    let missive = MissiveServer::new(grpc::Grpc::new(service))
+        .max_decoding_message_size(config.max_body_bytes);
+    tonic::transport::Server::builder()
+        .timeout(config.request_timeout())
+        .concurrency_limit_per_connection(config.concurrency_limit)
+        .layer(metrics::GrpcMetricsLayer)
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(missive)
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
+        .await
+        .context("serving gRPC")?;
+    Ok(())
+}
+
+pub mod http;
+pub mod openapi;
