@@ -133,7 +133,10 @@ impl ChainChecker {
                 "prev_hash does not match the previous event's hash".to_owned(),
             );
         }
-        let expected = event_hash(&self.prev, &canonical_bytes(self.match_id, ev.seq, &ev.to_new()));
+        let expected = event_hash(
+            &self.prev,
+            &canonical_bytes(self.match_id, ev.seq, &ev.to_new()),
+        );
         if ev.hash != expected {
             return broken(
                 ev.seq,

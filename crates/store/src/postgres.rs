@@ -12,8 +12,8 @@ use sqlx::postgres::PgPoolOptions;
 
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
 use crate::{
-    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch,
-    Snapshot, StoreError, StoreOptions, StoredEvent, canonical_json, chain, truncate_to_micros,
+    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Snapshot,
+    StoreError, StoreOptions, StoredEvent, canonical_json, chain, truncate_to_micros,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
@@ -24,7 +24,10 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<PgPool,
         .connect(url)
         .await
         .map_err(StoreError::from_sqlx)?;
-    MIGRATOR.run(&pool).await.map_err(|e| StoreError::from_sqlx(e.into()))?;
+    MIGRATOR
+        .run(&pool)
+        .await
+        .map_err(|e| StoreError::from_sqlx(e.into()))?;
     Ok(pool)
 }
 
@@ -66,7 +69,9 @@ impl EventColumns {
 
 fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
     match err {
-        sqlx::Error::Database(db) => db.is_unique_violation() && db.constraint() == Some(constraint),
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation() && db.constraint() == Some(constraint)
+        }
         _ => false,
     }
 }
@@ -159,11 +164,12 @@ pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord,
 }
 
 pub(crate) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
-    let seed: Option<Vec<u8>> = sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
-        .bind(id.to_string())
-        .fetch_optional(pool)
-        .await
-        .map_err(StoreError::from_sqlx)?;
+    let seed: Option<Vec<u8>> =
+        sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(StoreError::from_sqlx)?;
     crate::rows::hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
 }
 
@@ -327,7 +333,10 @@ pub(crate) async fn append(
         }),
         Ok(_) => refused(pool, id, expected, request_id.as_deref()).await,
         // Another writer committed the same request id or seq first.
-        Err(e) if is_unique_violation(&e, "requests_pkey") || is_unique_violation(&e, "events_pkey") => {
+        Err(e)
+            if is_unique_violation(&e, "requests_pkey")
+                || is_unique_violation(&e, "events_pkey") =>
+        {
             refused(pool, id, expected, request_id.as_deref()).await
         }
         Err(e) => Err(StoreError::from_sqlx(e)),
@@ -389,7 +398,10 @@ pub(crate) async fn load(
          ORDER BY seq DESC LIMIT 1",
     )
     .bind(id.to_string())
-    .bind(i32::try_from(rules_version).map_err(|_| StoreError::Internal("rules_version too large".into()))?)
+    .bind(
+        i32::try_from(rules_version)
+            .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
+    )
     .bind(to_i64(record.version)?)
     .fetch_optional(&mut *tx)
     .await
@@ -429,7 +441,10 @@ pub(crate) async fn put_snapshot(
     )
     .bind(id.to_string())
     .bind(to_i64(snapshot.seq)?)
-    .bind(i32::try_from(snapshot.rules_version).map_err(|_| StoreError::Internal("rules_version too large".into()))?)
+    .bind(
+        i32::try_from(snapshot.rules_version)
+            .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
+    )
     .bind(canonical_json(&snapshot.state))
     .execute(pool)
     .await

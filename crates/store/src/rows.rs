@@ -167,7 +167,11 @@ impl MatchRow {
 impl HeadRow {
     /// Refuses seat updates for seats the match does not have: a caller bug, not a conflict.
     pub(crate) fn check_seats(&self, update: &crate::MatchUpdate) -> Result<(), StoreError> {
-        match update.seats.iter().find(|s| i16::from(s.seat) >= self.seat_count) {
+        match update
+            .seats
+            .iter()
+            .find(|s| i16::from(s.seat) >= self.seat_count)
+        {
             Some(bad) => Err(StoreError::Internal(format!(
                 "seat {} does not exist (the match has {} seats)",
                 bad.seat, self.seat_count
