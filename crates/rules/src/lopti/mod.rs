@@ -55,6 +55,9 @@
 //!   the run of that rank on top of the pile, across plays.
 //! - A reset (2) is playable on a low card (7) whatever rank the reset role holds; a burn (10)
 //!   never is.
+//! - A player is out the moment a valid play leaves them no card anywhere: normally with the
+//!   last face-down card; if their last face-down card failed, with the last card of the hand
+//!   it sent them. Going out comes before the draw.
 //! - A winning face-down card still resolves its base effect (a burn still burns) but its
 //!   player gets no bonus play and no custom rule fires: the hand is over.
 //!

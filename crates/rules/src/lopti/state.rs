@@ -316,10 +316,10 @@ impl Lopti {
         if self.phase == Phase::Over {
             return Err(Error::MatchOver);
         }
-        let mut next = self.clone();
+        // Every refusal in `act` happens before its first change to the state, so a refused
+        // action leaves the state as it was without working on a copy.
         let mut out = Vec::new();
-        next.act(seat, action, &mut out)?;
-        *self = next;
+        self.act(seat, action, &mut out)?;
         Ok(out)
     }
 
@@ -358,12 +358,7 @@ impl Lopti {
                     actions.push(Action::DeclineProposal);
                     for change in self.candidate_changes() {
                         for timing in [Timing::Now, Timing::NextHand] {
-                            if self.check_change(&change, timing).is_ok() {
-                                actions.push(Action::Propose {
-                                    change: change.clone(),
-                                    timing,
-                                });
-                            }
+                            actions.push(Action::Propose { change: change.clone(), timing });
                         }
                     }
                 }
@@ -410,14 +405,11 @@ impl Lopti {
         } else {
             let mut hand = p.hand.clone();
             hand.sort();
-            for rank in Rank::ALL {
-                let of_rank: Vec<Card> =
-                    hand.iter().copied().filter(|c| c.rank() == rank).collect();
-                for k in 1..=of_rank.len() {
-                    if self.check_play(rank, k as u8).is_ok() {
-                        actions.push(Action::Play {
-                            cards: of_rank[..k].to_vec(),
-                        });
+            // Sorted by rank, so each rank's cards form one run.
+            for run in hand.chunk_by(|a, b| a.rank() == b.rank()) {
+                for k in 1..=run.len() {
+                    if self.check_play(run[0].rank(), k as u8).is_ok() {
+                        actions.push(Action::Play { cards: run[..k].to_vec() });
                     }
                 }
             }
@@ -628,35 +620,42 @@ impl Lopti {
         Ok(())
     }
 
-    /// Every change `legal_actions` considers, before checking each.
+    /// Every change a proposal may make now, whatever its timing (only a hand-size change
+    /// depends on it, and it is checked for the stricter "now"). Each rule's other active rules
+    /// are gathered once, since the catalogue is checked against them many times.
     fn candidate_changes(&self) -> Vec<Change> {
         let mut changes = Vec::new();
         let specs = catalogue();
         for rule in &self.rules {
+            if rule.status != RuleStatus::Active {
+                let restore = Change::RestoreRule { rule: rule.id };
+                if self.check_change(&restore, Timing::Now).is_ok() {
+                    changes.push(restore);
+                }
+                continue;
+            }
             changes.push(Change::RemoveRule { rule: rule.id });
-            changes.push(Change::RestoreRule { rule: rule.id });
+            let others = self.active_specs_except(Some(rule.id));
             for spec in &specs {
-                changes.push(Change::ModifyRule {
-                    rule: rule.id,
-                    to: RuleBody::Enforced { spec: *spec },
-                });
+                let to = RuleBody::Enforced { spec: *spec };
+                if to != rule.body && check_rule(*spec, &others, &self.base).is_ok() {
+                    changes.push(Change::ModifyRule { rule: rule.id, to });
+                }
             }
         }
-        for size in HAND_SIZE_RANGE {
-            changes.push(Change::SetHandSize { size });
-        }
+        let mut base_changes: Vec<Change> =
+            HAND_SIZE_RANGE.map(|size| Change::SetHandSize { size }).collect();
         for special in super::catalogue::Special::ALL {
-            changes.push(Change::SetSpecial {
-                special,
-                rank: None,
-            });
+            base_changes.push(Change::SetSpecial { special, rank: None });
             for rank in Rank::ALL {
-                changes.push(Change::SetSpecial {
-                    special,
-                    rank: Some(rank),
-                });
+                base_changes.push(Change::SetSpecial { special, rank: Some(rank) });
             }
         }
+        changes.extend(
+            base_changes
+                .into_iter()
+                .filter(|c| self.check_change(c, Timing::Now).is_ok()),
+        );
         changes
     }
 
@@ -1183,7 +1182,10 @@ impl Lopti {
                 (run >= 4).then_some(BurnCause::FourOfARank)
             }
         };
-        let won = source == Source::FaceDown && self.player(seat).face_down.is_empty();
+        // Out the moment the last card leaves: normally the last face-down card, or the last
+        // card in hand when a failed blind card was the last face-down one.
+        let p = self.player(seat);
+        let won = p.hand.is_empty() && p.face_up.is_empty() && p.face_down.is_empty();
         if let Some(cause) = burned {
             // A player who just went out gets no bonus play.
             self.burn(seat, cause, !won, out);
