@@ -30,6 +30,9 @@ pub enum ApiError {
     PermissionDenied(String),
     #[error("{0}")]
     NotFound(String),
+    /// The request is larger than the server accepts.
+    #[error("{0}")]
+    TooLarge(String),
     /// The store cannot be reached; retrying later may work.
     #[error("the match store is unavailable")]
     Unavailable(String),
@@ -63,6 +66,7 @@ impl ApiError {
             ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
             ApiError::PermissionDenied(_) => "PERMISSION_DENIED",
             ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::TooLarge(_) => "RESOURCE_EXHAUSTED",
             ApiError::Unavailable(_) => "UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL",
         }
@@ -100,6 +104,7 @@ impl ApiError {
             ApiError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             ApiError::PermissionDenied(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -128,6 +133,7 @@ impl From<ApiError> for tonic::Status {
             ApiError::Unauthenticated(_) => Code::Unauthenticated,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
             ApiError::NotFound(_) => Code::NotFound,
+            ApiError::TooLarge(_) => Code::ResourceExhausted,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) => Code::Internal,
         };

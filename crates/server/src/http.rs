@@ -1,16 +1,356 @@
-//! The HTTP/JSON transport (filled in below).
-use crate::{Config, service::Service};
+//! The HTTP/JSON transport under `/v1`, with bodies in the canonical proto3 JSON mapping of
+//! the same messages as gRPC, the watch stream as Server-Sent Events, and the operational
+//! endpoints: `/healthz`, `/metrics`, `/openapi.json`.
+//!
+//! Routes (path parameters fill the message's `matchId`; a body may repeat it but not differ):
+//! - `POST /v1/matches` CreateMatchRequest → CreateMatchResponse
+//! - `GET  /v1/matches?status=&kind=&limit=&pageToken=` → ListMatchesResponse
+//! - `GET  /v1/matches/{id}` → GetMatchResponse
+//! - `POST /v1/matches/{id}/join` JoinMatchRequest → JoinMatchResponse
+//! - `POST /v1/matches/{id}/act` ActRequest → ActResponse
+//! - `GET  /v1/matches/{id}/view?seat=` → GetViewResponse
+//! - `GET  /v1/matches/{id}/history?seat=` → GetHistoryResponse
+//! - `GET  /v1/matches/{id}/watch?afterVersion=&seat=` → `text/event-stream` of WatchMatchResponse
+//! - `POST /v1/matches/{id}/leave` LeaveMatchRequest → LeaveMatchResponse
+
+use std::collections::HashMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use tokio::net::TcpListener;
+use std::time::Instant;
 
-/// Serves HTTP until `shutdown`.
+use anyhow::Context;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::Stream;
+use missive_proto::v1 as pb;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+use tower::ServiceBuilder;
+use tower_http::trace::TraceLayer;
+
+use crate::auth;
+use crate::error::{ApiError, ApiResult};
+use crate::service::{Caller, Service};
+use crate::{Config, metrics, openapi};
+
+type AppState = Arc<Service>;
+
+/// A request body in the proto3 JSON mapping. An empty body is the empty message.
+#[derive(Debug)]
+struct ProtoJson<T>(T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for ProtoJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::TooLarge("the request body is too large".into())
+            } else {
+                ApiError::invalid(format!("unreadable body: {}", rejection.body_text()))
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(ProtoJson(T::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(ProtoJson)
+            .map_err(|e| ApiError::invalid(format!("malformed JSON body: {e}")))
+    }
+}
+
+/// A response in the proto3 JSON mapping.
+struct Reply<T>(T);
+
+impl<T: Serialize> IntoResponse for Reply<T> {
+    fn into_response(self) -> Response {
+        match serde_json::to_vec(&self.0) {
+            Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(e) => ApiError::internal(format!("serialising a response: {e}")).into_response(),
+        }
+    }
+}
+
+fn caller(headers: &HeaderMap) -> ApiResult<Caller> {
+    let header = match headers.get(header::AUTHORIZATION) {
+        Some(value) => Some(value.to_str().map_err(|_| {
+            ApiError::Unauthenticated("the authorization header is not text".into())
+        })?),
+        None => None,
+    };
+    Ok(Caller {
+        token: auth::bearer(header)?,
+    })
+}
+
+/// Puts the path's match id in the message, refusing a body that names another match.
+fn same_match(path: String, body: &mut String) -> ApiResult<()> {
+    if !body.is_empty() && *body != path {
+        return Err(ApiError::invalid(
+            "the body's matchId differs from the path's",
+        ));
+    }
+    *body = path;
+    Ok(())
+}
+
+fn query_seat(query: &HashMap<String, String>) -> ApiResult<Option<u32>> {
+    query
+        .get("seat")
+        .map(|s| {
+            s.parse()
+                .map_err(|_| ApiError::invalid(format!("seat {s:?} is not a number")))
+        })
+        .transpose()
+}
+
+async fn create_match(
+    State(service): State<AppState>,
+    ProtoJson(request): ProtoJson<pb::CreateMatchRequest>,
+) -> ApiResult<impl IntoResponse> {
+    Ok((
+        StatusCode::CREATED,
+        Reply(service.create_match(request).await?),
+    ))
+}
+
+async fn list_matches(
+    State(service): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Reply<pb::ListMatchesResponse>> {
+    let status = match query.get("status") {
+        None => 0,
+        Some(s) => match pb::MatchStatus::from_str_name(s) {
+            Some(status) => status as i32,
+            None => s
+                .parse()
+                .map_err(|_| ApiError::invalid(format!("unknown status {s:?}")))?,
+        },
+    };
+    let limit = match query.get("limit") {
+        None => 0,
+        Some(l) => l
+            .parse()
+            .map_err(|_| ApiError::invalid(format!("limit {l:?} is not a number")))?,
+    };
+    let request = pb::ListMatchesRequest {
+        status,
+        kind: query.get("kind").cloned().unwrap_or_default(),
+        limit,
+        page_token: query.get("pageToken").cloned().unwrap_or_default(),
+    };
+    Ok(Reply(service.list_matches(request).await?))
+}
+
+async fn get_match(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Reply<pb::GetMatchResponse>> {
+    Ok(Reply(
+        service
+            .get_match(pb::GetMatchRequest { match_id: id })
+            .await?,
+    ))
+}
+
+async fn join_match(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    ProtoJson(mut request): ProtoJson<pb::JoinMatchRequest>,
+) -> ApiResult<Reply<pb::JoinMatchResponse>> {
+    same_match(id, &mut request.match_id)?;
+    Ok(Reply(service.join_match(request).await?))
+}
+
+async fn act(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ProtoJson(mut request): ProtoJson<pb::ActRequest>,
+) -> ApiResult<Reply<pb::ActResponse>> {
+    same_match(id, &mut request.match_id)?;
+    Ok(Reply(service.act(&caller(&headers)?, request).await?))
+}
+
+async fn get_view(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Reply<pb::GetViewResponse>> {
+    let request = pb::GetViewRequest {
+        match_id: id,
+        seat: query_seat(&query)?,
+    };
+    Ok(Reply(service.get_view(&caller(&headers)?, request).await?))
+}
+
+async fn get_history(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Reply<pb::GetHistoryResponse>> {
+    let request = pb::GetHistoryRequest {
+        match_id: id,
+        seat: query_seat(&query)?,
+    };
+    Ok(Reply(
+        service.get_history(&caller(&headers)?, request).await?,
+    ))
+}
+
+async fn leave_match(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ProtoJson(mut request): ProtoJson<pb::LeaveMatchRequest>,
+) -> ApiResult<Reply<pb::LeaveMatchResponse>> {
+    same_match(id, &mut request.match_id)?;
+    Ok(Reply(
+        service.leave_match(&caller(&headers)?, request).await?,
+    ))
+}
+
+/// Each update is an SSE event `update` whose id is the version and whose data is a
+/// WatchMatchResponse; an error mid-stream is an `error` event with the error body, and ends it.
+async fn watch_match(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let after_version = match query.get("afterVersion") {
+        None => 0,
+        Some(v) => v
+            .parse()
+            .map_err(|_| ApiError::invalid(format!("afterVersion {v:?} is not a number")))?,
+    };
+    let request = pb::WatchMatchRequest {
+        match_id: id,
+        after_version,
+        seat: query_seat(&query)?,
+    };
+    let rx = service.watch(&caller(&headers)?, request).await?;
+    let stream = ReceiverStream::new(rx).map(|item| {
+        Ok(match item {
+            Ok(update) => Event::default()
+                .event("update")
+                .id(update.version.to_string())
+                .data(serde_json::to_string(&update).unwrap_or_default()),
+            Err(e) => Event::default()
+                .event("error")
+                .data(e.http_body().to_string()),
+        })
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+async fn healthz(State(service): State<AppState>) -> Response {
+    match service
+        .store()
+        .list_matches(&missive_store::MatchFilter {
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+    {
+        Ok(_) => (StatusCode::OK, "ok\n").into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "health check: store unavailable");
+            (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
+        }
+    }
+}
+
+async fn metrics_text() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        metrics::render(),
+    )
+        .into_response()
+}
+
+async fn openapi_json() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        openapi::document().to_string(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such route".into())
+}
+
+/// Counts and times each request by its route pattern.
+async fn record(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().to_string();
+    let start = Instant::now();
+    let response = next.run(request).await;
+    metrics::record_request(
+        "http",
+        &format!("{method} {route}"),
+        response.status().as_str(),
+        start.elapsed(),
+    );
+    response
+}
+
+/// The router, with its tower layers: tracing, timeout, body limit, concurrency limit.
+pub fn router(config: &Config, service: Arc<Service>) -> Router {
+    Router::new()
+        .route("/v1/matches", post(create_match).get(list_matches))
+        .route("/v1/matches/{id}", get(get_match))
+        .route("/v1/matches/{id}/join", post(join_match))
+        .route("/v1/matches/{id}/act", post(act))
+        .route("/v1/matches/{id}/view", get(get_view))
+        .route("/v1/matches/{id}/history", get(get_history))
+        .route("/v1/matches/{id}/watch", get(watch_match))
+        .route("/v1/matches/{id}/leave", post(leave_match))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_text))
+        .route("/openapi.json", get(openapi_json))
+        .fallback(not_found)
+        .with_state(service)
+        .layer(
+            ServiceBuilder::new()
+                .layer(TraceLayer::new_for_http())
+                .layer(middleware::from_fn(record))
+                .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    config.request_timeout(),
+                ))
+                .layer(DefaultBodyLimit::max(config.max_body_bytes))
+                .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+                    config.concurrency_limit,
+                )),
+        )
+}
+
+/// Serves HTTP on `listener` until `shutdown`, then lets in-flight requests finish.
 pub async fn serve(
-    _config: Config,
-    _service: Arc<Service>,
-    _listener: TcpListener,
+    config: Config,
+    service: Arc<Service>,
+    listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    shutdown.await;
-    Ok(())
+    axum::serve(listener, router(&config, service))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving HTTP")
 }

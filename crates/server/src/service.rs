@@ -591,9 +591,7 @@ impl Service {
                     for event in appended.events {
                         self.after_append(live, event)?;
                     }
-                    if let Some(s) = live.record.seats.get_mut(usize::from(seat)) {
-                        s.token_hash = Some(token_hash);
-                    }
+                    self.sync_record(live).await?;
                     tracing::info!(match_id = %id, seat, "seat taken");
                     let info = self.info(&live.record, live.game.as_ref()).await?;
                     return Ok(pb::JoinMatchResponse {
@@ -609,6 +607,16 @@ impl Service {
         Err(ApiError::Unavailable(
             "too much contention on this match".into(),
         ))
+    }
+
+    /// Takes the store's match row (its `updated_at` is the store's clock) unless another
+    /// writer has moved the match on, which the next request folds in.
+    async fn sync_record(&self, live: &mut Live) -> ApiResult<()> {
+        let record = self.store.get_match(live.record.id).await?;
+        if record.version == live.record.version {
+            live.record = record;
+        }
+        Ok(())
     }
 
     /// Folds an event this server appended into the cache, writes a snapshot when one is due
@@ -740,6 +748,7 @@ impl Service {
                         version = event.seq;
                         self.after_append(live, event)?;
                     }
+                    self.sync_record(live).await?;
                     crate::metrics::record_act();
                     tracing::info!(match_id = %id, seat, version, "action applied");
                     let view = self.live_view(live, viewer).await?;
@@ -861,6 +870,7 @@ impl Service {
                     for event in appended.events {
                         self.after_append(live, event)?;
                     }
+                    self.sync_record(live).await?;
                     let info = self.info(&live.record, live.game.as_ref()).await?;
                     return Ok(pb::LeaveMatchResponse {
                         r#match: Some(info),

@@ -1,0 +1,693 @@
+//! Whole matches and error cases over gRPC, on PostgreSQL and on the SQLite default.
+
+use std::collections::HashMap;
+
+use missive_proto::v1 as pb;
+use missive_proto::v1::missive_client::MissiveClient;
+use missive_rules::Viewer;
+use missive_server::games::{MatchState, Registry};
+use tonic::Code;
+use tonic::transport::Channel;
+
+use crate::helpers::{Backend, Lcg, authed, love_letter_options, spawn_app};
+
+/// A played match and every view each seat received, by version.
+#[derive(Debug)]
+pub(crate) struct Played {
+    pub(crate) match_id: String,
+    pub(crate) tokens: Vec<String>,
+    pub(crate) received: Vec<(u32, pb::MatchView)>,
+    pub(crate) last: pb::MatchView,
+}
+
+pub(crate) async fn create_and_join(
+    client: &mut MissiveClient<Channel>,
+    seats: u32,
+) -> (String, Vec<String>) {
+    let created = client
+        .create_match(love_letter_options(seats))
+        .await
+        .expect("create")
+        .into_inner();
+    let info = created.r#match.expect("match info");
+    assert_eq!(info.seed_commitment.len(), 64, "a hex SHA-256 commitment");
+    assert_eq!(info.status, pb::MatchStatus::Open as i32);
+    let mut tokens = Vec::new();
+    for seat in 0..seats {
+        let joined = client
+            .join_match(pb::JoinMatchRequest {
+                match_id: info.match_id.clone(),
+                player: format!("player {seat}"),
+                seat: None,
+            })
+            .await
+            .expect("join")
+            .into_inner();
+        assert_eq!(joined.seat, seat);
+        tokens.push(joined.seat_token);
+    }
+    (info.match_id, tokens)
+}
+
+/// Both seats play, each choosing at random among the legal actions the server lists.
+pub(crate) async fn play_over_grpc(client: &mut MissiveClient<Channel>, seed: u64) -> Played {
+    let (match_id, tokens) = create_and_join(client, 2).await;
+    let mut rng = Lcg(seed);
+    let mut received = Vec::new();
+    for _ in 0..5000 {
+        let mut mover = None;
+        for (seat, token) in tokens.iter().enumerate() {
+            let view = client
+                .get_view(authed(
+                    pb::GetViewRequest {
+                        match_id: match_id.clone(),
+                        seat: None,
+                    },
+                    token,
+                ))
+                .await
+                .expect("view")
+                .into_inner()
+                .view
+                .expect("a view");
+            assert_eq!(view.seat, Some(seat as u32));
+            if view.awaiting.contains(&(seat as u32)) {
+                assert!(
+                    !view.legal_actions.is_empty(),
+                    "an awaited seat has legal actions"
+                );
+                mover = Some((seat, view.legal_actions.clone()));
+            } else {
+                assert!(
+                    view.legal_actions.is_empty()
+                        || view.outcome.is_some()
+                        || !view.awaiting.is_empty()
+                );
+            }
+            received.push((seat as u32, view));
+        }
+        let Some((seat, legal)) = mover else { break };
+        let action = legal[rng.below(legal.len())].clone();
+        let response = client
+            .act(authed(
+                pb::ActRequest {
+                    match_id: match_id.clone(),
+                    action: Some(action),
+                    request_id: uuid::Uuid::new_v4().to_string(),
+                    expected_version: None,
+                    seat: Some(seat as u32),
+                },
+                &tokens[seat],
+            ))
+            .await
+            .expect("a listed legal action is accepted")
+            .into_inner();
+        let view = response.view.expect("a view");
+        assert_eq!(view.version, response.version);
+        received.push((seat as u32, view.clone()));
+        if view.outcome.is_some() {
+            return Played {
+                match_id,
+                tokens,
+                received,
+                last: view,
+            };
+        }
+    }
+    panic!("the match did not end");
+}
+
+fn assert_finished(played: &Played) {
+    let outcome = played.last.outcome.as_ref().expect("an outcome");
+    assert!(!outcome.winners.is_empty(), "someone wins");
+    let info = played.last.r#match.as_ref().expect("match info");
+    assert_eq!(info.status, pb::MatchStatus::Finished as i32);
+    assert!(
+        info.seed.is_some(),
+        "the seed is revealed once the match is over"
+    );
+    let Some(pb::game_view::Game::LoveLetter(view)) =
+        played.last.game.as_ref().and_then(|g| g.game.clone())
+    else {
+        panic!("a Love Letter view");
+    };
+    assert_eq!(view.winners, outcome.winners);
+    for winner in &outcome.winners {
+        assert!(view.players[*winner as usize].tokens >= view.tokens_to_win);
+    }
+}
+
+#[tokio::test]
+async fn two_seats_play_a_full_match_over_grpc_on_postgres() {
+    let app = spawn_app(Backend::Postgres).await;
+    let played = play_over_grpc(&mut app.grpc().await, 1).await;
+    assert_finished(&played);
+}
+
+#[tokio::test]
+async fn two_seats_play_a_full_match_over_grpc_on_sqlite() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let played = play_over_grpc(&mut app.grpc().await, 2).await;
+    assert_finished(&played);
+}
+
+/// Replays an audit log step by step: the state after each seq, and each event's observations.
+fn replay(
+    log: &pb::AuditLog,
+) -> Vec<(
+    u64,
+    Box<dyn MatchState>,
+    Vec<missive_rules::Observation<pb::GameEvent>>,
+)> {
+    let registry = Registry::new();
+    let seed: [u8; 32] = hex::decode(&log.seed)
+        .expect("hex")
+        .try_into()
+        .expect("32 bytes");
+    let mut created = None;
+    let mut state: Option<Box<dyn MatchState>> = None;
+    let mut steps = Vec::new();
+    for event in &log.events {
+        let stored = missive_server::audit::stored_event(&registry, event, created.as_ref())
+            .expect("rebuilds");
+        let mut observations = Vec::new();
+        match &event.body {
+            Some(pb::audit_event::Body::Created(c)) => {
+                let (game, parsed) = registry
+                    .parse_options(
+                        c.options.as_ref().expect("options"),
+                        Some(c.seat_count as u8),
+                    )
+                    .expect("options");
+                state = Some(
+                    game.setup(&parsed.config, c.seat_count as u8, seed)
+                        .expect("setup"),
+                );
+                created = Some(c.clone());
+            }
+            Some(pb::audit_event::Body::Action(a)) => {
+                observations = state
+                    .as_mut()
+                    .expect("created first")
+                    .apply(a.seat as u8, &stored.payload["action"])
+                    .expect("a logged action replays");
+            }
+            _ => {}
+        }
+        steps.push((
+            event.seq,
+            state.as_ref().expect("created first").boxed_clone(),
+            observations,
+        ));
+    }
+    steps
+}
+
+#[tokio::test]
+async fn no_view_or_history_shows_a_seat_what_the_rules_hide_from_it() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let played = play_over_grpc(&mut client, 3).await;
+    let history = client
+        .get_history(pb::GetHistoryRequest {
+            match_id: played.match_id.clone(),
+            seat: None,
+        })
+        .await
+        .expect("history")
+        .into_inner();
+    let log = history.audit.expect("the full log once the match is over");
+    let steps = replay(&log);
+    let at: HashMap<u64, &Box<dyn MatchState>> =
+        steps.iter().map(|(seq, s, _)| (*seq, s)).collect();
+
+    // Every view a seat received is exactly what the rules let that seat see at that version.
+    for (seat, view) in &played.received {
+        let state = at[&view.version];
+        assert_eq!(
+            view.game.as_ref(),
+            Some(&state.view(Viewer::Seat(*seat as u8))),
+            "seat {seat} at {}",
+            view.version
+        );
+        if view.outcome.is_none() {
+            assert_eq!(view.legal_actions, state.legal_actions(*seat as u8));
+        }
+        // And never holds a card of the other seat's hand at that moment.
+        let other = state.view(Viewer::Seat(1 - *seat as u8));
+        if let (
+            Some(pb::game_view::Game::LoveLetter(mine)),
+            Some(pb::game_view::Game::LoveLetter(theirs)),
+        ) = (
+            view.game.as_ref().and_then(|g| g.game.as_ref()),
+            other.game.as_ref(),
+        ) {
+            for card in &theirs.hand {
+                assert!(
+                    !mine.hand.contains(card),
+                    "seat {seat} holds {card} of the other seat"
+                );
+            }
+        }
+    }
+
+    // Each seat's history is exactly the observations addressed to it, in order; a
+    // spectator's is the public ones.
+    for viewer in [Some(0u32), Some(1), None] {
+        let mut request = tonic::Request::new(pb::GetHistoryRequest {
+            match_id: played.match_id.clone(),
+            seat: viewer,
+        });
+        if let Some(seat) = viewer {
+            request = authed(request.into_inner(), &played.tokens[seat as usize]);
+        }
+        let entries = client
+            .get_history(request)
+            .await
+            .expect("history")
+            .into_inner()
+            .entries;
+        let got: Vec<_> = entries
+            .into_iter()
+            .filter_map(|e| match e.entry {
+                Some(pb::history_entry::Entry::Game(event)) => Some((e.seq, event)),
+                _ => None,
+            })
+            .collect();
+        let who = viewer.map_or(Viewer::Spectator, |s| Viewer::Seat(s as u8));
+        let expected: Vec<_> = steps
+            .iter()
+            .flat_map(|(seq, _, observations)| {
+                observations
+                    .iter()
+                    .filter(|o| o.audience.includes(who))
+                    .map(|o| (*seq, o.event.clone()))
+            })
+            .collect();
+        assert!(!expected.is_empty());
+        assert_eq!(got, expected, "history of {viewer:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let played = play_over_grpc(&mut client, 4).await;
+    let history = client
+        .get_history(pb::GetHistoryRequest {
+            match_id: played.match_id.clone(),
+            seat: None,
+        })
+        .await
+        .expect("history")
+        .into_inner();
+    let log = history.audit.expect("the audit log");
+    let info = client
+        .get_match(pb::GetMatchRequest {
+            match_id: played.match_id.clone(),
+        })
+        .await
+        .expect("match")
+        .into_inner()
+        .r#match
+        .expect("info");
+    assert_eq!(
+        log.seed_commitment, info.seed_commitment,
+        "the commitment published at creation"
+    );
+    let registry = Registry::new();
+    let id = played.match_id.parse().expect("uuid");
+    let state = missive_server::audit::verify(&registry, id, &log).expect("the log verifies");
+    let spectator = client
+        .get_view(pb::GetViewRequest {
+            match_id: played.match_id.clone(),
+            seat: None,
+        })
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("view");
+    assert_eq!(
+        spectator.game,
+        Some(state.view(Viewer::Spectator)),
+        "replay reaches the same final state"
+    );
+    assert_eq!(
+        state
+            .outcome()
+            .map(|o| o.winners.iter().map(u32::from).collect::<Vec<_>>()),
+        spectator.outcome.map(|o| o.winners)
+    );
+
+    // Tampering with any one action, or with the seed, is caught.
+    let mut tampered = log.clone();
+    let action = tampered
+        .events
+        .iter_mut()
+        .rev()
+        .find(|e| matches!(e.body, Some(pb::audit_event::Body::Action(_))))
+        .expect("an action");
+    if let Some(pb::audit_event::Body::Action(a)) = &mut action.body {
+        a.seat = 1 - a.seat;
+    }
+    assert!(missive_server::audit::verify(&registry, id, &tampered).is_err());
+    let mut wrong_seed = log.clone();
+    wrong_seed.seed = "00".repeat(32);
+    assert!(matches!(
+        missive_server::audit::verify(&registry, id, &wrong_seed),
+        Err(missive_server::audit::AuditError::SeedMismatch)
+    ));
+}
+
+#[tokio::test]
+async fn a_retried_act_is_applied_once_and_returns_the_same_result() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = create_and_join(&mut client, 2).await;
+    let view = client
+        .get_view(pb::GetViewRequest {
+            match_id: match_id.clone(),
+            seat: None,
+        })
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("view");
+    let seat = view.awaiting[0] as usize;
+    let mine = client
+        .get_view(authed(
+            pb::GetViewRequest {
+                match_id: match_id.clone(),
+                seat: None,
+            },
+            &tokens[seat],
+        ))
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("view");
+    let request = pb::ActRequest {
+        match_id: match_id.clone(),
+        action: Some(mine.legal_actions[0].clone()),
+        request_id: "retry-me".into(),
+        expected_version: Some(mine.version),
+        seat: None,
+    };
+    let first = client
+        .act(authed(request.clone(), &tokens[seat]))
+        .await
+        .expect("first")
+        .into_inner();
+    let second = client
+        .act(authed(request.clone(), &tokens[seat]))
+        .await
+        .expect("retry")
+        .into_inner();
+    assert!(!first.duplicate);
+    assert!(second.duplicate);
+    assert_eq!(first.version, mine.version + 1);
+    assert_eq!(second.version, first.version);
+    assert_eq!(second.view, first.view);
+    let after = client
+        .get_match(pb::GetMatchRequest { match_id })
+        .await
+        .expect("match")
+        .into_inner()
+        .r#match
+        .expect("info");
+    assert_eq!(after.version, first.version, "applied once");
+}
+
+#[tokio::test]
+async fn a_watcher_receives_every_update_of_a_match_in_order() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let created = client
+        .create_match(love_letter_options(2))
+        .await
+        .expect("create")
+        .into_inner();
+    let match_id = created.r#match.expect("info").match_id;
+    let mut stream = client
+        .watch_match(pb::WatchMatchRequest {
+            match_id: match_id.clone(),
+            after_version: 0,
+            seat: None,
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let watcher = tokio::spawn(async move {
+        let mut versions = Vec::new();
+        let mut last = None;
+        while let Some(update) = stream.message().await.expect("stream") {
+            versions.push(update.version);
+            last = update.view;
+        }
+        (versions, last)
+    });
+    // Play the match with a second client, seats joining after the watch began.
+    let mut player = app.grpc().await;
+    let mut tokens = Vec::new();
+    for seat in 0..2 {
+        tokens.push(
+            player
+                .join_match(pb::JoinMatchRequest {
+                    match_id: match_id.clone(),
+                    player: format!("p{seat}"),
+                    seat: None,
+                })
+                .await
+                .expect("join")
+                .into_inner()
+                .seat_token,
+        );
+    }
+    let mut rng = Lcg(9);
+    let final_version = loop {
+        let spectator = player
+            .get_view(pb::GetViewRequest {
+                match_id: match_id.clone(),
+                seat: None,
+            })
+            .await
+            .expect("view")
+            .into_inner()
+            .view
+            .expect("view");
+        if spectator.outcome.is_some() {
+            break spectator.version;
+        }
+        let seat = spectator.awaiting[0] as usize;
+        let view = player
+            .get_view(authed(
+                pb::GetViewRequest {
+                    match_id: match_id.clone(),
+                    seat: None,
+                },
+                &tokens[seat],
+            ))
+            .await
+            .expect("view")
+            .into_inner()
+            .view
+            .expect("view");
+        let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
+        player
+            .act(authed(
+                pb::ActRequest {
+                    match_id: match_id.clone(),
+                    action: Some(action),
+                    request_id: uuid::Uuid::new_v4().to_string(),
+                    expected_version: None,
+                    seat: None,
+                },
+                &tokens[seat],
+            ))
+            .await
+            .expect("act");
+    };
+    let (versions, last) = tokio::time::timeout(std::time::Duration::from_secs(30), watcher)
+        .await
+        .expect("the stream ends with the match")
+        .expect("watcher task");
+    let expected: Vec<u64> = (1..=final_version).collect();
+    assert_eq!(versions, expected, "every update from the first, in order");
+    assert!(
+        last.and_then(|v| v.outcome).is_some(),
+        "the last update shows the outcome"
+    );
+}
+
+#[tokio::test]
+async fn bad_grpc_requests_get_the_right_code_and_change_nothing() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = create_and_join(&mut client, 2).await;
+    let version = |client: &mut MissiveClient<Channel>| {
+        let mut client = client.clone();
+        let match_id = match_id.clone();
+        async move {
+            client
+                .get_match(pb::GetMatchRequest { match_id })
+                .await
+                .expect("match")
+                .into_inner()
+                .r#match
+                .expect("info")
+                .version
+        }
+    };
+    let before = version(&mut client).await;
+    let spectator = client
+        .get_view(pb::GetViewRequest {
+            match_id: match_id.clone(),
+            seat: None,
+        })
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("view");
+    let mover = spectator.awaiting[0] as usize;
+    let idle = 1 - mover;
+    let idle_view = client
+        .get_view(authed(
+            pb::GetViewRequest {
+                match_id: match_id.clone(),
+                seat: None,
+            },
+            &tokens[idle],
+        ))
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("view");
+    let Some(pb::game_view::Game::LoveLetter(ll)) = idle_view.game.and_then(|g| g.game) else {
+        panic!("view")
+    };
+    let idle_card = ll.hand[0].clone();
+    let play = |card: &str| pb::GameAction {
+        game: Some(pb::game_action::Game::LoveLetter(pb::LoveLetterAction {
+            action: Some(pb::love_letter_action::Action::Play(pb::LoveLetterPlay {
+                card: card.into(),
+                target: None,
+                guess: 0,
+            })),
+        })),
+    };
+    let act = |action: Option<pb::GameAction>, seat: Option<u32>| pb::ActRequest {
+        match_id: match_id.clone(),
+        action,
+        request_id: uuid::Uuid::new_v4().to_string(),
+        expected_version: None,
+        seat,
+    };
+
+    let cases: Vec<(&str, tonic::Request<pb::ActRequest>, Code)> = vec![
+        (
+            "no token",
+            tonic::Request::new(act(Some(play(&idle_card)), None)),
+            Code::Unauthenticated,
+        ),
+        (
+            "wrong token",
+            authed(act(Some(play(&idle_card)), None), &"ab".repeat(32)),
+            Code::Unauthenticated,
+        ),
+        (
+            "garbage token",
+            authed(act(Some(play(&idle_card)), None), "not-a-token"),
+            Code::Unauthenticated,
+        ),
+        (
+            "acting for another seat",
+            authed(
+                act(Some(play(&idle_card)), Some(mover as u32)),
+                &tokens[idle],
+            ),
+            Code::PermissionDenied,
+        ),
+        (
+            "out of turn",
+            authed(act(Some(play(&idle_card)), None), &tokens[idle]),
+            Code::FailedPrecondition,
+        ),
+        (
+            "no action",
+            authed(act(None, None), &tokens[mover]),
+            Code::InvalidArgument,
+        ),
+        (
+            "unknown action",
+            authed(
+                act(Some(pb::GameAction { game: None }), None),
+                &tokens[mover],
+            ),
+            Code::InvalidArgument,
+        ),
+        (
+            "unknown card",
+            authed(act(Some(play("Z♠")), None), &tokens[mover]),
+            Code::InvalidArgument,
+        ),
+    ];
+    for (name, request, code) in cases {
+        let status = client.act(request).await.expect_err(name);
+        assert_eq!(status.code(), code, "{name}: {}", status.message());
+        assert!(!status.message().is_empty(), "{name} explains itself");
+    }
+    let out_of_turn = client
+        .act(authed(act(Some(play(&idle_card)), None), &tokens[idle]))
+        .await
+        .expect_err("out of turn");
+    assert_eq!(
+        out_of_turn
+            .metadata()
+            .get("missive-rule")
+            .and_then(|v| v.to_str().ok()),
+        Some("not-your-turn")
+    );
+    assert_eq!(
+        version(&mut client).await,
+        before,
+        "refused requests change nothing"
+    );
+
+    let unknown = client
+        .get_view(pb::GetViewRequest {
+            match_id: uuid::Uuid::new_v4().to_string(),
+            seat: None,
+        })
+        .await
+        .expect_err("unknown match");
+    assert_eq!(unknown.code(), Code::NotFound);
+    let malformed = client
+        .get_match(pb::GetMatchRequest {
+            match_id: "nope".into(),
+        })
+        .await
+        .expect_err("bad id");
+    assert_eq!(malformed.code(), Code::InvalidArgument);
+    let huge = client
+        .join_match(pb::JoinMatchRequest {
+            match_id: match_id.clone(),
+            player: "x".repeat(1 << 20),
+            seat: None,
+        })
+        .await
+        .expect_err("huge message");
+    assert!(
+        matches!(
+            huge.code(),
+            Code::OutOfRange | Code::ResourceExhausted | Code::InvalidArgument
+        ),
+        "{huge:?}"
+    );
+    assert_eq!(version(&mut client).await, before);
+}

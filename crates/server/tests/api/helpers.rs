@@ -1,0 +1,193 @@
+//! `spawn_app()`: the real `missive` binary on free ports, against a fresh PostgreSQL
+//! database (or a fresh SQLite directory), with a gRPC client and an HTTP client.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use missive_proto::v1 as pb;
+use missive_proto::v1::missive_client::MissiveClient;
+use sqlx::Connection;
+use tonic::transport::Channel;
+
+pub(crate) const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Options {
+    pub(crate) allow_fixed_deck: bool,
+}
+
+/// A running server; killed, and its database dropped, on drop.
+#[derive(Debug)]
+pub(crate) struct TestApp {
+    child: Child,
+    pub(crate) grpc_addr: String,
+    pub(crate) http_base: String,
+    database: Option<(String, String)>,
+    data_dir: std::path::PathBuf,
+    pub(crate) http: reqwest::Client,
+}
+
+fn admin_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| ADMIN_URL.to_owned())
+}
+
+fn with_database(url: &str, name: &str) -> String {
+    match url.rsplit_once('/') {
+        Some((base, _)) => format!("{base}/{name}"),
+        None => format!("{url}/{name}"),
+    }
+}
+
+pub(crate) async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, Options::default()).await
+}
+
+pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestApp {
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let data_dir = std::env::temp_dir().join(format!("missive-test-{suffix}"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+    command
+        .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
+        .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+        .env("MISSIVE_DATA_DIR", &data_dir)
+        .env(
+            "MISSIVE_ALLOW_FIXED_DECK",
+            options.allow_fixed_deck.to_string(),
+        )
+        .env("MISSIVE_SNAPSHOT_EVERY", "16")
+        .env("RUST_LOG", "warn")
+        .env_remove("DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut database = None;
+    if backend == Backend::Postgres {
+        let admin = admin_url();
+        let name = format!("missive_test_{suffix}");
+        let mut conn = sqlx::PgConnection::connect(&admin)
+            .await
+            .expect("PostgreSQL is reachable");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create database");
+        conn.close().await.ok();
+        command.env("DATABASE_URL", with_database(&admin, &name));
+        database = Some((admin, name));
+    }
+    let mut child = command.spawn().expect("the missive binary starts");
+    let stdout = child.stdout.take().expect("stdout");
+    // The server prints its bound addresses on stdout; read them off a blocking thread.
+    let (grpc_addr, http_base) = tokio::task::spawn_blocking(move || {
+        let mut grpc = None;
+        let mut http = None;
+        let mut lines = BufReader::new(stdout).lines();
+        while grpc.is_none() || http.is_none() {
+            let Some(Ok(line)) = lines.next() else { break };
+            if let Some(addr) = line.strip_prefix("missive gRPC listening on ") {
+                grpc = Some(format!("http://{addr}"));
+            }
+            if let Some(addr) = line.strip_prefix("missive HTTP listening on ") {
+                http = Some(addr.to_owned());
+            }
+        }
+        // Keep draining so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        (
+            grpc.expect("gRPC address printed"),
+            http.expect("HTTP address printed"),
+        )
+    })
+    .await
+    .expect("reading the server's output");
+    TestApp {
+        child,
+        grpc_addr,
+        http_base,
+        database,
+        data_dir,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client"),
+    }
+}
+
+impl TestApp {
+    pub(crate) async fn grpc(&self) -> MissiveClient<Channel> {
+        MissiveClient::connect(self.grpc_addr.clone())
+            .await
+            .expect("gRPC connects")
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.http_base)
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if let Some((admin, name)) = self.database.take() {
+            // Drop runs outside any runtime guarantee: use a small runtime of its own.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()?;
+                rt.block_on(async {
+                    let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
+                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut conn)
+                        .await
+                        .ok()
+                })
+            })
+            .join();
+        }
+    }
+}
+
+/// Attaches a bearer token to a gRPC request.
+pub(crate) fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("ascii token"),
+    );
+    request
+}
+
+/// A small deterministic generator so a failing game can be reproduced.
+#[derive(Debug)]
+pub(crate) struct Lcg(pub u64);
+
+impl Lcg {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
+    pb::CreateMatchRequest {
+        options: Some(pb::GameOptions {
+            game: Some(pb::game_options::Game::LoveLetter(
+                pb::LoveLetterOptions::default(),
+            )),
+        }),
+        seat_count: seats,
+        turn_timeout_secs: None,
+    }
+}

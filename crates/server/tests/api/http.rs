@@ -1,0 +1,1 @@
+//! Whole matches and error cases over HTTP/JSON and Server-Sent Events.
