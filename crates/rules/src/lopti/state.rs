@@ -358,7 +358,10 @@ impl Lopti {
                     actions.push(Action::DeclineProposal);
                     for change in self.candidate_changes() {
                         for timing in [Timing::Now, Timing::NextHand] {
-                            actions.push(Action::Propose { change: change.clone(), timing });
+                            actions.push(Action::Propose {
+                                change: change.clone(),
+                                timing,
+                            });
                         }
                     }
                 }
@@ -409,7 +412,9 @@ impl Lopti {
             for run in hand.chunk_by(|a, b| a.rank() == b.rank()) {
                 for k in 1..=run.len() {
                     if self.check_play(run[0].rank(), k as u8).is_ok() {
-                        actions.push(Action::Play { cards: run[..k].to_vec() });
+                        actions.push(Action::Play {
+                            cards: run[..k].to_vec(),
+                        });
                     }
                 }
             }
@@ -643,12 +648,19 @@ impl Lopti {
                 }
             }
         }
-        let mut base_changes: Vec<Change> =
-            HAND_SIZE_RANGE.map(|size| Change::SetHandSize { size }).collect();
+        let mut base_changes: Vec<Change> = HAND_SIZE_RANGE
+            .map(|size| Change::SetHandSize { size })
+            .collect();
         for special in super::catalogue::Special::ALL {
-            base_changes.push(Change::SetSpecial { special, rank: None });
+            base_changes.push(Change::SetSpecial {
+                special,
+                rank: None,
+            });
             for rank in Rank::ALL {
-                base_changes.push(Change::SetSpecial { special, rank: Some(rank) });
+                base_changes.push(Change::SetSpecial {
+                    special,
+                    rank: Some(rank),
+                });
             }
         }
         changes.extend(
@@ -1195,11 +1207,11 @@ impl Lopti {
             self.finish_hand(seat, out);
             return;
         }
+        self.fire(seat, happened, out);
         if self.obligation {
             let next = self.peek_next();
             out.push(Observation::public(Event::MustPickUpOrPass { seat: next }));
         }
-        self.fire(seat, happened, out);
         if !self.turn.played {
             self.turn.played = true;
             if self.player(seat).hand.len() < usize::from(self.base.hand_size) {
