@@ -92,7 +92,9 @@ fn four_eights_on_a_seven_cannot_be_played() {
     play(&mut g, 0, &["8♣"]);
     act(&mut g, 1, Action::PickUp);
     play(&mut g, 0, &["7♠"]);
-    let all_eights = Action::Play { cards: cards(&["8♠", "8♥", "8♦", "8♣"]) };
+    let all_eights = Action::Play {
+        cards: cards(&["8♠", "8♥", "8♦", "8♣"]),
+    };
     assert_eq!(refused(&mut g, 1, all_eights.clone()), "must-play-low");
     assert!(!g.legal_actions(1).contains(&all_eights));
 }
@@ -302,7 +304,11 @@ fn the_draw_comes_only_after_the_first_play_and_only_below_three_cards() {
     assert_eq!(hand(&g, 0).len(), 1);
     act(&mut g, 1, Action::PickUp);
     play(&mut g, 0, &["A♣"]);
-    assert_eq!(view(&g, 0).draw_pile, 3, "one card in hand is under three: draw");
+    assert_eq!(
+        view(&g, 0).draw_pile,
+        3,
+        "one card in hand is under three: draw"
+    );
     act(&mut g, 1, Action::PickUp);
     assert_eq!(hand(&g, 1).len(), 6);
     play(&mut g, 0, &["9♥"]);
@@ -317,7 +323,16 @@ fn a_reset_lets_any_rank_follow_and_a_reset_on_a_reset_needs_more() {
     let mut g = table(&duel(&["K♣", "2♠", "2♥"], &["2♦", "4♠", "9♠"]), &[]);
     play(&mut g, 0, &["K♣"]);
     play(&mut g, 1, &["2♦"]);
-    assert_eq!(refused(&mut g, 0, Action::Play { cards: cards(&["2♠"]) }), "need-more-cards");
+    assert_eq!(
+        refused(
+            &mut g,
+            0,
+            Action::Play {
+                cards: cards(&["2♠"])
+            }
+        ),
+        "need-more-cards"
+    );
     play(&mut g, 0, &["2♠", "2♥"]);
     play(&mut g, 1, &["4♠"]);
     assert_eq!(view(&g, 0).pile.len(), 5, "the 2s stay in the pile");
@@ -327,12 +342,34 @@ fn a_reset_lets_any_rank_follow_and_a_reset_on_a_reset_needs_more() {
 fn a_seven_makes_the_next_play_low_and_a_ten_cannot_follow_it() {
     let mut g = table(&duel(&["7♠", "7♥", "9♠"], &["10♦", "8♠", "5♠"]), &[]);
     play(&mut g, 0, &["7♠"]);
-    assert_eq!(refused(&mut g, 1, Action::Play { cards: cards(&["10♦"]) }), "burn-on-low");
-    assert_eq!(refused(&mut g, 1, Action::Play { cards: cards(&["8♠"]) }), "must-play-low");
+    assert_eq!(
+        refused(
+            &mut g,
+            1,
+            Action::Play {
+                cards: cards(&["10♦"])
+            }
+        ),
+        "burn-on-low"
+    );
+    assert_eq!(
+        refused(
+            &mut g,
+            1,
+            Action::Play {
+                cards: cards(&["8♠"])
+            }
+        ),
+        "must-play-low"
+    );
     play(&mut g, 1, &["5♠"]);
     assert_eq!(view(&g, 0).play_at_most, None, "the low lasts for one play");
     play(&mut g, 0, &["7♥"]);
-    assert_eq!(view(&g, 1).play_at_most, Some(Rank::Seven), "a new 7 renews the low");
+    assert_eq!(
+        view(&g, 1).play_at_most,
+        Some(Rank::Seven),
+        "a new 7 renews the low"
+    );
 }
 
 #[test]

@@ -147,7 +147,9 @@ fn walk(seats: u8, hands: u8, seed: u64, policy: u64, check: bool) -> Walk {
         let seat = choose(&mut rng, &awaiting);
         let legal = game.legal_actions(seat);
         assert!(
-            legal.iter().any(|a| !matches!(a, Action::CancelRule { .. })),
+            legal
+                .iter()
+                .any(|a| !matches!(a, Action::CancelRule { .. })),
             "seat {seat} is awaited but has no action: {}",
             serde_json::to_string(&game).unwrap()
         );

@@ -271,14 +271,14 @@ pub(crate) fn check_rule(
         }
         _ => {}
     }
-    if let Effect::PlayerDraws { count } = spec.effect {
-        if !(1..=3).contains(&count) {
-            return Err(Error::RuleOutOfRange {
-                what: "player-draws count",
-                min: 1,
-                max: 3,
-            });
-        }
+    if let Effect::PlayerDraws { count } = spec.effect
+        && !(1..=3).contains(&count)
+    {
+        return Err(Error::RuleOutOfRange {
+            what: "player-draws count",
+            min: 1,
+            max: 3,
+        });
     }
     match (spec.trigger, spec.effect) {
         (Trigger::PilePickedUp, Effect::BurnPile | Effect::BonusPlay) => {

@@ -728,10 +728,10 @@ impl Lopti {
                 if self.base.special(*special) == *rank {
                     return Err(Error::NoChange);
                 }
-                if let Some(rank) = rank {
-                    if self.base.role_of(*rank).is_some_and(|r| r != *special) {
-                        return Err(Error::RankAlreadySpecial { rank: *rank });
-                    }
+                if let Some(rank) = rank
+                    && self.base.role_of(*rank).is_some_and(|r| r != *special)
+                {
+                    return Err(Error::RankAlreadySpecial { rank: *rank });
                 }
             }
         }

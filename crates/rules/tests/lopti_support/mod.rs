@@ -31,7 +31,12 @@ pub(crate) fn cards(ids: &[&str]) -> Vec<Card> {
 }
 
 /// A session on a fixed first deck with some carried rules, before any action.
-pub(crate) fn session(seats: &[Deal<'_>], draw: &[&str], hands: u8, rules: &[(Seat, RuleSpec)]) -> Lopti {
+pub(crate) fn session(
+    seats: &[Deal<'_>],
+    draw: &[&str],
+    hands: u8,
+    rules: &[(Seat, RuleSpec)],
+) -> Lopti {
     let config = Config {
         hands,
         fixed_deck: Some(deck(seats, draw)),
