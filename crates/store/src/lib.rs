@@ -368,7 +368,7 @@ impl Default for StoreOptions {
 
 #[derive(Debug, Clone)]
 enum Backend {
-    Postgres(sqlx::PgPool),
+    Postgres(postgres::Pg),
     Sqlite(sqlx::SqlitePool),
 }
 
@@ -417,7 +417,7 @@ impl Store {
     ) -> Result<(MatchRecord, Vec<StoredEvent>), StoreError> {
         let events = chain(m.id, 0, &GENESIS_HASH, first);
         match &self.backend {
-            Backend::Postgres(pool) => postgres::create_match(pool, &m, &events).await?,
+            Backend::Postgres(pg) => postgres::create_match(pg, &m, &events).await?,
             Backend::Sqlite(pool) => sqlite::create_match(pool, &m, &events).await?,
         }
         let record = self.get_match(m.id).await?;
@@ -427,7 +427,7 @@ impl Store {
     /// The match row and its seats.
     pub async fn get_match(&self, id: MatchId) -> Result<MatchRecord, StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => postgres::get_match(pool, id).await,
+            Backend::Postgres(pg) => postgres::get_match(&pg.pool, id).await,
             Backend::Sqlite(pool) => sqlite::get_match(pool, id).await,
         }
     }
@@ -435,7 +435,7 @@ impl Store {
     /// The match's secret seed, for the server to replay; reveal it only once the match is over.
     pub async fn seed(&self, id: MatchId) -> Result<[u8; 32], StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => postgres::seed(pool, id).await,
+            Backend::Postgres(pg) => postgres::seed(&pg.pool, id).await,
             Backend::Sqlite(pool) => sqlite::seed(pool, id).await,
         }
     }
@@ -443,7 +443,7 @@ impl Store {
     /// Matches passing the filter, ordered by id.
     pub async fn list_matches(&self, filter: &MatchFilter) -> Result<Vec<MatchRecord>, StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => postgres::list_matches(pool, filter).await,
+            Backend::Postgres(pg) => postgres::list_matches(&pg.pool, filter).await,
             Backend::Sqlite(pool) => sqlite::list_matches(pool, filter).await,
         }
     }
@@ -461,8 +461,8 @@ impl Store {
         update: MatchUpdate,
     ) -> Result<Appended, StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => {
-                postgres::append(pool, id, expected_version, events, &update).await
+            Backend::Postgres(pg) => {
+                postgres::append(pg, id, expected_version, events, &update).await
             }
             Backend::Sqlite(pool) => {
                 sqlite::append(pool, id, expected_version, events, &update).await
@@ -478,7 +478,7 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => postgres::read_events(pool, id, after_seq, limit).await,
+            Backend::Postgres(pg) => postgres::read_events(&pg.pool, id, after_seq, limit).await,
             Backend::Sqlite(pool) => sqlite::read_events(pool, id, after_seq, limit).await,
         }
     }
@@ -487,7 +487,7 @@ impl Store {
     /// versions are ignored) and every event after it.
     pub async fn load(&self, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => postgres::load(pool, id, rules_version).await,
+            Backend::Postgres(pg) => postgres::load(pg, id, rules_version).await,
             Backend::Sqlite(pool) => sqlite::load(pool, id, rules_version).await,
         }
     }
@@ -495,7 +495,7 @@ impl Store {
     /// Stores a snapshot, replacing any snapshot at the same seq.
     pub async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Postgres(pool) => postgres::put_snapshot(pool, id, snapshot).await,
+            Backend::Postgres(pg) => postgres::put_snapshot(&pg.pool, id, snapshot).await,
             Backend::Sqlite(pool) => sqlite::put_snapshot(pool, id, snapshot).await,
         }
     }

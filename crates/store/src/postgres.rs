@@ -5,6 +5,14 @@
 //! events, the request id and the seat changes together. Row locks live only inside that one
 //! statement, never across a round trip to the client; a writer that lost the race finds the
 //! version moved and gets a conflict (or, for a retried request, the original events).
+//!
+//! The read is skipped when this process already knows the match's head: the server that wrote
+//! a match's last event usually writes its next one. The cached head is only a guess; the
+//! statement itself checks both version and last hash, so a stale guess costs a retry of the
+//! slow path, never a wrong write.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use sqlx::PgPool;
@@ -18,7 +26,42 @@ use crate::{
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
-pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<PgPool, StoreError> {
+/// A PostgreSQL store: the pool and the heads of the matches this process last wrote.
+#[derive(Debug, Clone)]
+pub(crate) struct Pg {
+    pub(crate) pool: PgPool,
+    heads: Arc<HeadCache>,
+}
+
+/// `(version, last_hash)` per match, as last written or read by this process.
+#[derive(Debug, Default)]
+struct HeadCache(Mutex<HashMap<MatchId, (u64, [u8; 32])>>);
+
+impl HeadCache {
+    /// Bounds memory; forgetting heads only costs one extra read per match.
+    const CAPACITY: usize = 100_000;
+
+    fn get(&self, id: MatchId) -> Option<(u64, [u8; 32])> {
+        self.0.lock().ok()?.get(&id).copied()
+    }
+
+    fn put(&self, id: MatchId, version: u64, hash: [u8; 32]) {
+        if let Ok(mut heads) = self.0.lock() {
+            if heads.len() >= Self::CAPACITY && !heads.contains_key(&id) {
+                heads.clear();
+            }
+            heads.insert(id, (version, hash));
+        }
+    }
+
+    fn forget(&self, id: MatchId) {
+        if let Ok(mut heads) = self.0.lock() {
+            heads.remove(&id);
+        }
+    }
+}
+
+pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, StoreError> {
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(1))
         .connect(url)
@@ -28,7 +71,10 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<PgPool,
         .run(&pool)
         .await
         .map_err(|e| StoreError::from_sqlx(e.into()))?;
-    Ok(pool)
+    Ok(Pg {
+        pool,
+        heads: Arc::default(),
+    })
 }
 
 const MATCH_COLUMNS: &str = "match_id::text AS match_id, kind, config::text AS config, \
@@ -77,7 +123,7 @@ fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
 }
 
 pub(crate) async fn create_match(
-    pool: &PgPool,
+    pg: &Pg,
     m: &NewMatch,
     events: &[StoredEvent],
 ) -> Result<(), StoreError> {
@@ -129,10 +175,13 @@ pub(crate) async fn create_match(
     .bind(request.as_ref().map(|r| r.0.clone()))
     .bind(to_i64(request.as_ref().map_or(0, |r| r.1))?)
     .bind(to_i64(version)?)
-    .execute(pool)
+    .execute(&pg.pool)
     .await;
     match result {
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            pg.heads.put(m.id, version, last_hash);
+            Ok(())
+        }
         Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
         Err(e) => Err(StoreError::from_sqlx(e)),
     }
@@ -234,57 +283,97 @@ async fn events_between(
     rows.into_iter().map(|r| r.into_event(id)).collect()
 }
 
-/// Resolves an append that was refused: a retried request gets its original events, anyone
-/// else a conflict with the match's current version.
-async fn refused(
+/// What the database says about an append before (or after) the append statement.
+#[derive(Debug)]
+enum Checked {
+    /// The request id is already held: these are its original events.
+    Duplicate(Appended),
+    /// The match is at the expected version, with this last hash.
+    AtVersion([u8; 32]),
+}
+
+/// Reads the head: a retried request gets its original events, a stale version a conflict,
+/// otherwise the hash to chain from.
+async fn check(
     pool: &PgPool,
     id: MatchId,
     expected: u64,
     request_id: Option<&str>,
-) -> Result<Appended, StoreError> {
+    update: &MatchUpdate,
+) -> Result<Checked, StoreError> {
     let head = head(pool, id, request_id).await?;
     if let Some((first, last)) = head.request_range()? {
-        return Ok(Appended {
+        return Ok(Checked::Duplicate(Appended {
             events: events_between(pool, id, first, last).await?,
             duplicate: true,
-        });
+        }));
     }
-    Err(StoreError::Conflict {
-        expected,
-        actual: head.version()?,
-    })
+    head.check_seats(update)?;
+    let actual = head.version()?;
+    if actual != expected {
+        return Err(StoreError::Conflict { expected, actual });
+    }
+    Ok(Checked::AtVersion(head.last_hash()?))
 }
 
 pub(crate) async fn append(
-    pool: &PgPool,
+    pg: &Pg,
     id: MatchId,
     expected: u64,
     events: Vec<NewEvent>,
     update: &MatchUpdate,
 ) -> Result<Appended, StoreError> {
+    let pool = &pg.pool;
     let request_id = events.first().and_then(|e| e.request_id.clone());
-    let head = head(pool, id, request_id.as_deref()).await?;
-    if let Some((first, last)) = head.request_range()? {
-        return Ok(Appended {
-            events: events_between(pool, id, first, last).await?,
-            duplicate: true,
-        });
+    let request_id = request_id.as_deref();
+    let mut prev = match pg.heads.get(id) {
+        Some((version, hash)) if version == expected => hash,
+        _ => match check(pool, id, expected, request_id, update).await? {
+            Checked::Duplicate(original) => return Ok(original),
+            Checked::AtVersion(hash) => hash,
+        },
+    };
+    // At most two writes: the second only if the first chained from a stale cached head.
+    for _ in 0..2 {
+        if let Some(appended) =
+            write(pg, id, expected, &prev, events.clone(), update, request_id).await?
+        {
+            return Ok(appended);
+        }
+        pg.heads.forget(id);
+        match check(pool, id, expected, request_id, update).await? {
+            Checked::Duplicate(original) => return Ok(original),
+            Checked::AtVersion(hash) => prev = hash,
+        }
     }
-    let actual = head.version()?;
-    if actual != expected {
-        return Err(StoreError::Conflict { expected, actual });
-    }
-    head.check_seats(update)?;
-    let stored = chain(id, expected, &head.last_hash()?, events);
+    Err(StoreError::Unavailable(format!(
+        "append to {id} kept losing to concurrent writers at version {expected}"
+    )))
+}
+
+/// The single append statement: compare-and-set the match head, insert the events and the
+/// request id, update the seats. `None` when it wrote nothing (the head moved, a seat is out of
+/// range, or the request id or seq was taken by a concurrent writer).
+async fn write(
+    pg: &Pg,
+    id: MatchId,
+    expected: u64,
+    prev: &[u8; 32],
+    events: Vec<NewEvent>,
+    update: &MatchUpdate,
+    request_id: Option<&str>,
+) -> Result<Option<Appended>, StoreError> {
+    let stored = chain(id, expected, prev, events);
     let cols = EventColumns::new(&stored)?;
     let version = stored.last().map_or(expected, |e| e.seq);
-    let last_hash = stored.last().map_or(head.last_hash()?, |e| e.hash);
+    let last_hash = stored.last().map_or(*prev, |e| e.hash);
     let seats = &update.seats;
+    let max_seat = seats.iter().map(|s| i16::from(s.seat)).max().unwrap_or(-1);
     let result = sqlx::query_scalar::<_, i64>(
         "WITH m AS (
             UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
                 status = COALESCE($6, status)
-            WHERE match_id = $1::uuid AND version = $2
+            WHERE match_id = $1::uuid AND version = $2 AND last_hash = $21 AND seat_count > $22
             RETURNING match_id
         ), e AS (
             INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
@@ -318,26 +407,31 @@ pub(crate) async fn append(
     .bind(&cols.at)
     .bind(&cols.prev_hash)
     .bind(&cols.hash)
-    .bind(request_id.as_deref())
+    .bind(request_id)
     .bind(to_i64(expected + 1)?)
     .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
     .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
     .bind(seats.iter().map(|s| s.token_hash.map(|h| h.to_vec())).collect::<Vec<_>>())
     .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
-    .fetch_one(pool)
+    .bind(prev.to_vec())
+    .bind(max_seat)
+    .fetch_one(&pg.pool)
     .await;
     match result {
-        Ok(1) => Ok(Appended {
-            events: stored,
-            duplicate: false,
-        }),
-        Ok(_) => refused(pool, id, expected, request_id.as_deref()).await,
+        Ok(1) => {
+            pg.heads.put(id, version, last_hash);
+            Ok(Some(Appended {
+                events: stored,
+                duplicate: false,
+            }))
+        }
+        Ok(_) => Ok(None),
         // Another writer committed the same request id or seq first.
         Err(e)
             if is_unique_violation(&e, "requests_pkey")
                 || is_unique_violation(&e, "events_pkey") =>
         {
-            refused(pool, id, expected, request_id.as_deref()).await
+            Ok(None)
         }
         Err(e) => Err(StoreError::from_sqlx(e)),
     }
@@ -365,14 +459,11 @@ pub(crate) async fn read_events(
     rows.into_iter().map(|r| r.into_event(id)).collect()
 }
 
-pub(crate) async fn load(
-    pool: &PgPool,
-    id: MatchId,
-    rules_version: u32,
-) -> Result<Loaded, StoreError> {
+pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
     // One snapshot of the database for all three reads, so the events follow the snapshot and
     // the record's version matches the last event.
-    let mut tx = pool
+    let mut tx = pg
+        .pool
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
         .map_err(StoreError::from_sqlx)?;
@@ -420,7 +511,10 @@ pub(crate) async fn load(
     let events = rows
         .into_iter()
         .map(|r| r.into_event(id))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(last) = events.last().filter(|e| e.seq == record.version) {
+        pg.heads.put(id, last.seq, last.hash);
+    }
     Ok(Loaded {
         record,
         snapshot,
