@@ -61,12 +61,12 @@ pub fn viewer(
         .find(|s| s.token_hash.is_some_and(|h| constant_time_eq(&h, &hash)))
         .map(|s| s.seat)
         .ok_or_else(invalid)?;
-    if let Some(wanted) = wanted {
-        if wanted != u32::from(seat) {
-            return Err(ApiError::PermissionDenied(format!(
-                "this token is for seat {seat}, not seat {wanted}"
-            )));
-        }
+    if let Some(wanted) = wanted
+        && wanted != u32::from(seat)
+    {
+        return Err(ApiError::PermissionDenied(format!(
+            "this token is for seat {seat}, not seat {wanted}"
+        )));
     }
     Ok(Viewer::Seat(seat))
 }

@@ -139,10 +139,10 @@ impl From<ApiError> for tonic::Status {
         };
         let rule = err.rule().map(str::to_owned);
         let mut status = tonic::Status::new(code, err.public_message());
-        if let Some(rule) = rule {
-            if let Ok(value) = rule.parse() {
-                status.metadata_mut().insert("missive-rule", value);
-            }
+        if let Some(rule) = rule
+            && let Ok(value) = rule.parse()
+        {
+            status.metadata_mut().insert("missive-rule", value);
         }
         status
     }

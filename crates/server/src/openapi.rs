@@ -1,6 +1,287 @@
-//! The OpenAPI 3 document served at `/openapi.json` (filled in below).
+//! The OpenAPI 3 document served at `/openapi.json`, built from the same file descriptor set
+//! the proto crate is generated from, so its schemas are the proto3 JSON mapping of exactly the
+//! messages the server accepts and returns: camelCase field names, enums as their names,
+//! 64-bit integers as strings, `Timestamp` as RFC 3339.
 
-/// The document.
-pub fn document() -> serde_json::Value {
-    serde_json::json!({"openapi": "3.0.3"})
+use std::sync::OnceLock;
+
+use prost::Message;
+use prost_types::field_descriptor_proto::{Label, Type};
+use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorSet};
+use serde_json::{Map, Value, json};
+
+const PACKAGE: &str = "missive.v1";
+
+fn schema_ref(full_name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{}", full_name.trim_start_matches('.')) })
+}
+
+fn field_schema(field: &FieldDescriptorProto) -> Value {
+    let scalar = match field.r#type() {
+        Type::String => json!({ "type": "string" }),
+        Type::Bool => json!({ "type": "boolean" }),
+        Type::Int32 | Type::Sint32 | Type::Sfixed32 => {
+            json!({ "type": "integer", "format": "int32" })
+        }
+        Type::Uint32 | Type::Fixed32 => {
+            json!({ "type": "integer", "format": "int32", "minimum": 0 })
+        }
+        // The proto3 JSON mapping writes 64-bit integers as strings (and reads either).
+        Type::Int64 | Type::Sint64 | Type::Sfixed64 => {
+            json!({ "type": "string", "format": "int64" })
+        }
+        Type::Uint64 | Type::Fixed64 => json!({ "type": "string", "format": "uint64" }),
+        Type::Double | Type::Float => json!({ "type": "number" }),
+        Type::Bytes => json!({ "type": "string", "format": "byte" }),
+        Type::Enum => schema_ref(field.type_name()),
+        Type::Message if field.type_name() == ".google.protobuf.Timestamp" => {
+            json!({ "type": "string", "format": "date-time" })
+        }
+        Type::Message | Type::Group => schema_ref(field.type_name()),
+    };
+    if field.label() == Label::Repeated {
+        json!({ "type": "array", "items": scalar })
+    } else {
+        scalar
+    }
+}
+
+fn message_schema(message: &DescriptorProto) -> Value {
+    let mut properties = Map::new();
+    for field in &message.field {
+        properties.insert(field.json_name().to_owned(), field_schema(field));
+    }
+    let mut schema = json!({ "type": "object", "properties": properties });
+    // Real oneofs (not proto3 `optional`): at most one of their fields may be set.
+    let oneofs: Vec<String> = message
+        .oneof_decl
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            message
+                .field
+                .iter()
+                .any(|f| f.oneof_index == Some(*i as i32) && !f.proto3_optional())
+        })
+        .map(|(i, oneof)| {
+            let fields: Vec<&str> = message
+                .field
+                .iter()
+                .filter(|f| f.oneof_index == Some(i as i32))
+                .map(|f| f.json_name())
+                .collect();
+            format!("`{}`: at most one of {}", oneof.name(), fields.join(", "))
+        })
+        .collect();
+    if !oneofs.is_empty() {
+        schema["description"] = Value::String(oneofs.join("; "));
+    }
+    schema
+}
+
+fn schemas() -> Map<String, Value> {
+    let set = FileDescriptorSet::decode(missive_proto::FILE_DESCRIPTOR_SET)
+        .expect("the descriptor set compiled into the binary decodes");
+    let mut schemas = Map::new();
+    for file in set.file.iter().filter(|f| f.package() == PACKAGE) {
+        for message in &file.message_type {
+            schemas.insert(
+                format!("{PACKAGE}.{}", message.name()),
+                message_schema(message),
+            );
+        }
+        for enumeration in &file.enum_type {
+            let names: Vec<&str> = enumeration.value.iter().map(|v| v.name()).collect();
+            schemas.insert(
+                format!("{PACKAGE}.{}", enumeration.name()),
+                json!({ "type": "string", "enum": names }),
+            );
+        }
+    }
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": { "type": "string", "description": "The gRPC code name, e.g. FAILED_PRECONDITION." },
+                "message": { "type": "string" },
+                "rule": { "type": "string", "description": "For refused actions: the rule's stable code, e.g. not-your-turn." }
+            }
+        }),
+    );
+    schemas
+}
+
+fn error_responses() -> Value {
+    let error = json!({ "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } });
+    let mut responses = Map::new();
+    for (code, text) in [
+        ("400", "Bad input (INVALID_ARGUMENT)"),
+        ("401", "Missing or invalid seat token (UNAUTHENTICATED)"),
+        (
+            "403",
+            "The token's seat may not do this (PERMISSION_DENIED)",
+        ),
+        ("404", "No such match (NOT_FOUND)"),
+        (
+            "409",
+            "Refused by the rules or the match's state (FAILED_PRECONDITION, with `rule`), or a stale expectedVersion (ABORTED)",
+        ),
+        ("413", "Body too large (RESOURCE_EXHAUSTED)"),
+        ("503", "Store unavailable (UNAVAILABLE)"),
+    ] {
+        let mut response = error.clone();
+        response["description"] = Value::String(text.into());
+        responses.insert(code.into(), response);
+    }
+    Value::Object(responses)
+}
+
+fn operation(
+    id: &str,
+    summary: &str,
+    request: Option<&str>,
+    response: &str,
+    success: &str,
+    parameters: &[Value],
+    authed: bool,
+) -> Value {
+    let mut responses = error_responses();
+    responses[success] = json!({
+        "description": "OK",
+        "content": { "application/json": { "schema": schema_ref(&format!("{PACKAGE}.{response}")) } }
+    });
+    let mut op = json!({
+        "operationId": id,
+        "summary": summary,
+        "parameters": parameters,
+        "responses": responses,
+    });
+    if let Some(request) = request {
+        op["requestBody"] = json!({
+            "required": false,
+            "content": { "application/json": { "schema": schema_ref(&format!("{PACKAGE}.{request}")) } }
+        });
+    }
+    if authed {
+        op["security"] = json!([{ "seatToken": [] }, {}]);
+    }
+    op
+}
+
+fn path_id() -> Value {
+    json!({ "name": "matchId", "in": "path", "required": true, "schema": { "type": "string", "format": "uuid" } })
+}
+
+fn query(name: &str, schema: Value, description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
+}
+
+fn build() -> Value {
+    let seat = query(
+        "seat",
+        json!({ "type": "integer", "minimum": 0 }),
+        "View as this seat (requires its token).",
+    );
+    let mut watch = operation(
+        "WatchMatch",
+        "Every update after a version, as Server-Sent Events",
+        None,
+        "WatchMatchResponse",
+        "200",
+        &[
+            path_id(),
+            query(
+                "afterVersion",
+                json!({ "type": "integer", "minimum": 0 }),
+                "Send updates after this version.",
+            ),
+            seat.clone(),
+        ],
+        true,
+    );
+    watch["responses"]["200"] = json!({
+        "description": "A text/event-stream: each `update` event has the version as its id and a WatchMatchResponse (JSON) as its data; an `error` event carries an Error and ends the stream. The stream ends after the match's last update.",
+        "content": { "text/event-stream": { "schema": { "type": "string" } } }
+    });
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Missive",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Asynchronous turn-based games. Bodies are the canonical proto3 JSON mapping of the missive.v1 messages; the same operations are served over gRPC."
+        },
+        "components": {
+            "securitySchemes": {
+                "seatToken": { "type": "http", "scheme": "bearer", "description": "The seatToken returned by JoinMatch." }
+            },
+            "schemas": schemas()
+        },
+        "paths": {
+            "/v1/matches": {
+                "post": operation("CreateMatch", "Open a new match", Some("CreateMatchRequest"), "CreateMatchResponse", "201", &[], false),
+                "get": operation("ListMatches", "Matches, by default those open to join", None, "ListMatchesResponse", "200", &[
+                    query("status", schema_ref(&format!("{PACKAGE}.MatchStatus")), "Default: MATCH_STATUS_OPEN."),
+                    query("kind", json!({ "type": "string" }), "A game kind such as love-letter."),
+                    query("limit", json!({ "type": "integer", "minimum": 0, "maximum": 200 }), "Page size (default 50)."),
+                    query("pageToken", json!({ "type": "string" }), "nextPageToken of the previous page."),
+                ], false),
+            },
+            "/v1/matches/{matchId}": {
+                "get": operation("GetMatch", "A match's public information", None, "GetMatchResponse", "200", &[path_id()], false),
+            },
+            "/v1/matches/{matchId}/join": {
+                "post": operation("JoinMatch", "Take a seat; returns the seat token once", Some("JoinMatchRequest"), "JoinMatchResponse", "200", &[path_id()], false),
+            },
+            "/v1/matches/{matchId}/act": {
+                "post": operation("Act", "Play an action as the token's seat", Some("ActRequest"), "ActResponse", "200", &[path_id()], true),
+            },
+            "/v1/matches/{matchId}/view": {
+                "get": operation("GetView", "The caller's view and legal actions", None, "GetViewResponse", "200", &[path_id(), seat.clone()], true),
+            },
+            "/v1/matches/{matchId}/history": {
+                "get": operation("GetHistory", "The log as the caller may see it; the audit log once over", None, "GetHistoryResponse", "200", &[path_id(), seat], true),
+            },
+            "/v1/matches/{matchId}/watch": { "get": watch },
+            "/v1/matches/{matchId}/leave": {
+                "post": operation("LeaveMatch", "Give up the token's seat", Some("LeaveMatchRequest"), "LeaveMatchResponse", "200", &[path_id()], true),
+            },
+            "/healthz": { "get": { "operationId": "Health", "responses": { "200": { "description": "Serving" }, "503": { "description": "Store unavailable" } } } },
+            "/metrics": { "get": { "operationId": "Metrics", "responses": { "200": { "description": "Prometheus text format", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }
+        }
+    })
+}
+
+/// The document, built once.
+pub fn document() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(build)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_reference_resolves() {
+        let doc = document();
+        let text = doc.to_string();
+        let schemas = doc["components"]["schemas"].as_object().expect("schemas");
+        for part in text.split("#/components/schemas/").skip(1) {
+            let name = &part[..part.find('"').expect("closing quote")];
+            assert!(
+                schemas.contains_key(name),
+                "{name} is referenced but not defined"
+            );
+        }
+    }
+
+    #[test]
+    fn field_names_follow_the_proto3_json_mapping() {
+        let act = &document()["components"]["schemas"]["missive.v1.ActRequest"]["properties"];
+        assert_eq!(act["requestId"]["type"], "string");
+        assert_eq!(act["expectedVersion"]["format"], "uint64");
+        assert!(act.get("request_id").is_none());
+    }
 }

@@ -155,11 +155,7 @@ fn advance_record(
                 record.status = MatchStatus::Abandoned;
             }
         }
-        kinds::ACTION => {
-            if state.outcome().is_some() {
-                record.status = MatchStatus::Finished;
-            }
-        }
+        kinds::ACTION if state.outcome().is_some() => record.status = MatchStatus::Finished,
         _ => {}
     }
     record.version = event.seq;
@@ -299,10 +295,10 @@ impl Service {
     fn notify(&self, update: Update) {
         let id = update.event.match_id;
         let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(sender) = watchers.get(&id) {
-            if sender.send(Arc::new(update)).is_err() {
-                watchers.remove(&id);
-            }
+        if let Some(sender) = watchers.get(&id)
+            && sender.send(Arc::new(update)).is_err()
+        {
+            watchers.remove(&id);
         }
     }
 
@@ -696,22 +692,22 @@ impl Service {
                 }
                 MatchStatus::Active => {}
             }
-            if let Some(expected) = req.expected_version {
-                if expected != live.record.version {
-                    return Err(ApiError::Aborted(format!(
-                        "the match is at version {}, not {expected}",
-                        live.record.version
-                    )));
-                }
+            if let Some(expected) = req.expected_version
+                && expected != live.record.version
+            {
+                return Err(ApiError::Aborted(format!(
+                    "the match is at version {}, not {expected}",
+                    live.record.version
+                )));
             }
             let action = live.game.parse_action(action)?;
             let mut next = live.state.boxed_clone();
             if let Err(refusal) = next.apply(seat, &action) {
                 // A retry of an action applied before the newest snapshot is only in the store.
-                if !live.ids_complete {
-                    if let Some((actor, seq)) = self.find_request(id, &req.request_id).await? {
-                        return self.duplicate(live, seat, actor, seq).await;
-                    }
+                if !live.ids_complete
+                    && let Some((actor, seq)) = self.find_request(id, &req.request_id).await?
+                {
+                    return self.duplicate(live, seat, actor, seq).await;
                 }
                 return Err(refusal.into());
             }

@@ -269,10 +269,7 @@ impl Registry {
         seats: Option<u8>,
     ) -> ApiResult<(Arc<dyn GameKind>, ParsedOptions)> {
         for game in self.games.values() {
-            let seats = match seats {
-                Some(seats) => seats,
-                None => 2,
-            };
+            let seats = seats.unwrap_or(2);
             if let Some(parsed) = game.parse_options(options, seats) {
                 return Ok((game.clone(), parsed?));
             }

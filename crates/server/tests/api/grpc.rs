@@ -151,14 +151,15 @@ async fn two_seats_play_a_full_match_over_grpc_on_sqlite() {
     assert_finished(&played);
 }
 
-/// Replays an audit log step by step: the state after each seq, and each event's observations.
-fn replay(
-    log: &pb::AuditLog,
-) -> Vec<(
+/// One replayed event: its seq, the state right after it, and the observations it produced.
+type Step = (
     u64,
     Box<dyn MatchState>,
     Vec<missive_rules::Observation<pb::GameEvent>>,
-)> {
+);
+
+/// Replays an audit log step by step.
+fn replay(log: &pb::AuditLog) -> Vec<Step> {
     let registry = Registry::new();
     let seed: [u8; 32] = hex::decode(&log.seed)
         .expect("hex")
