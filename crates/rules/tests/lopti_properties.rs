@@ -10,7 +10,10 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use missive_rules::lopti::{Action, Card, Config, Lopti};
+use missive_rules::lopti::catalogue::catalogue;
+use missive_rules::lopti::{
+    Action, Ballot, Card, Change, Config, Lopti, Rank, RuleBody, Special, Throw, Timing,
+};
 use missive_rules::{Game, GameRng, Seat, Seed, Viewer};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -125,6 +128,70 @@ fn scramble_hidden(game: &Lopti, viewer: Viewer, rng: &mut GameRng) -> Lopti {
     serde_json::from_value(state).unwrap()
 }
 
+/// Any action at all, most of them nonsense for the state they meet.
+fn junk_action(rng: &mut GameRng) -> Action {
+    let deck = Card::deck();
+    let card = |rng: &mut GameRng| deck[rng.below(52) as usize];
+    let rank = |rng: &mut GameRng| Rank::ALL[rng.below(13) as usize];
+    let spec = |rng: &mut GameRng| catalogue()[rng.below(catalogue().len() as u32) as usize];
+    let n = rng.below(6) as u8;
+    match rng.below(14) {
+        0 => Action::Swap {
+            hand: card(rng),
+            face_up: card(rng),
+        },
+        1 => Action::KeepCards,
+        2 => Action::CreateRule {
+            rule: (n % 2 == 0).then(|| spec(rng)),
+            table_rule: (n > 2).then(|| "x".repeat(usize::from(n) * 70)),
+        },
+        3 => Action::SkipRule,
+        4 => Action::Propose {
+            change: match n {
+                0 => Change::RemoveRule {
+                    rule: rng.below(4) as u16,
+                },
+                1 => Change::RestoreRule {
+                    rule: rng.below(4) as u16,
+                },
+                2 => Change::ModifyRule {
+                    rule: rng.below(4) as u16,
+                    to: RuleBody::Enforced { spec: spec(rng) },
+                },
+                3 => Change::SetHandSize {
+                    size: rng.below(256) as u8,
+                },
+                _ => Change::SetSpecial {
+                    special: Special::ALL[rng.below(4) as usize],
+                    rank: (n == 4).then(|| rank(rng)),
+                },
+            },
+            timing: if n % 2 == 0 {
+                Timing::Now
+            } else {
+                Timing::NextHand
+            },
+        },
+        5 => Action::DeclineProposal,
+        6 => Action::Vote {
+            ballot: [Ballot::Yes, Ballot::No, Ballot::Abstain][usize::from(n % 3)],
+        },
+        7 => Action::Throw {
+            throw: Throw::ALL[usize::from(n % 3)],
+        },
+        8 | 9 => Action::Play {
+            cards: (0..n).map(|_| card(rng)).collect(),
+        },
+        10 => Action::PlayFaceDown {
+            index: rng.below(256) as u8,
+        },
+        11 => Action::PickUp,
+        _ => Action::CancelRule {
+            rule: rng.below(5) as u16,
+        },
+    }
+}
+
 /// Plays one random session to its end, checking invariants along the way when `check`.
 fn walk(seats: u8, hands: u8, seed: u64, policy: u64, check: bool) -> Walk {
     let config = Config {
@@ -193,13 +260,15 @@ fn walk(seats: u8, hands: u8, seed: u64, policy: u64, check: bool) -> Walk {
                 game.view(viewer),
                 "the view leaks hidden cards"
             );
-            let other: Seat = (seat + 1) % seats;
-            let bad = Action::Play {
-                cards: vec![Card::of("A♠"), Card::of("2♠")],
-            };
-            let before = game.clone();
-            assert!(game.apply(other, &bad).is_err());
-            assert_eq!(game, before, "a refused action changed the state");
+            for _ in 0..4 {
+                let junk_seat = rng.below(8) as Seat;
+                let junk = junk_action(&mut rng);
+                let mut copy = game.clone();
+                // Any input at all: never a panic, and a refusal changes nothing.
+                if copy.apply(junk_seat, &junk).is_err() {
+                    assert_eq!(copy, game, "refused {junk:?} changed the state");
+                }
+            }
         }
         if let Err(e) = game.apply(seat, &action) {
             panic!("listed action {action:?} by seat {seat} refused: {e}");
