@@ -224,7 +224,15 @@ fn play_one_match(edition: Edition, seats: u8, seed: u64, checks: &Checks) {
         }
 
         // Arbitrary actions from the awaited seat and from others: accepted exactly when listed.
-        let hand = g.view(Viewer::Seat(seat)).hand;
+        // Cards the seat can name (those of its listed actions), to aim near the legal ones.
+        let mut hand: Vec<CardId> = legal
+            .iter()
+            .map(|a| match a {
+                Action::Play { card, .. } => *card,
+                Action::ChancellorKeep { keep, .. } => *keep,
+            })
+            .collect();
+        hand.dedup();
         let deep = rng.below(checks.deep_every) == 0;
         let before = deep.then(|| serde_json::to_vec(&g).unwrap());
         let snapshot = g.clone();

@@ -163,7 +163,8 @@ impl LoveLetter {
         let player = &mut self.players[seat as usize];
         player.out = true;
         player.protected = false;
-        let discarded = std::mem::take(&mut player.hand);
+        // Drained rather than taken, so the hand keeps its allocation for the next round.
+        let discarded: Vec<CardId> = player.hand.drain(..).collect();
         player.played.extend_from_slice(&discarded);
         obs.push(Observation::public(Event::PlayerOut { seat, discarded }));
     }
@@ -186,6 +187,8 @@ impl LoveLetter {
 
     fn end_round(&mut self, reason: RoundEnd, obs: &mut Obs) {
         let n = self.seat_count();
+        // Results, tokens, the next deal and the next turn: room for all of it at once.
+        obs.reserve(8 + 2 * n as usize);
         let hand_value = |p: &Player| p.hand.iter().map(|c| c.value()).max();
         let best = self
             .players
@@ -211,16 +214,13 @@ impl LoveLetter {
             (Some(seat), None) => Some(seat),
             _ => None,
         };
-        let mut gains = Vec::new();
         for seat in winners.iter() {
             let p = &mut self.players[seat as usize];
             p.tokens = p.tokens.saturating_add(1);
-            gains.push((seat, TokenReason::RoundWin, p.tokens));
         }
         if let Some(seat) = spy_bonus {
             let p = &mut self.players[seat as usize];
             p.tokens = p.tokens.saturating_add(1);
-            gains.push((seat, TokenReason::SpyBonus, p.tokens));
         }
         for p in &mut self.players {
             p.protected = false;
@@ -244,10 +244,21 @@ impl LoveLetter {
             tokens: tokens.clone(),
         };
         obs.push(Observation::public(Event::RoundEnded(result.clone())));
-        for (seat, reason, total) in gains {
+        // Token events carry running totals: a spy-bonus winner shows its win, then its bonus.
+        for seat in winners.iter() {
+            let bonus = u8::from(spy_bonus == Some(seat));
+            let total = self.players[seat as usize].tokens - bonus;
             obs.push(Observation::public(Event::TokenGained {
                 seat,
-                reason,
+                reason: TokenReason::RoundWin,
+                total,
+            }));
+        }
+        if let Some(seat) = spy_bonus {
+            let total = self.players[seat as usize].tokens;
+            obs.push(Observation::public(Event::TokenGained {
+                seat,
+                reason: TokenReason::SpyBonus,
                 total,
             }));
         }
@@ -266,15 +277,21 @@ impl LoveLetter {
             return;
         }
         // The round's winner starts the next; after a tie the seed picks one of the tied.
-        let tied: Vec<Seat> = winners.iter().collect();
-        let first = match tied.len() {
+        let first = match winners.len() {
             0 => self.turn,
-            1 => tied[0],
-            k => tied[self.rng.below(k as u32) as usize],
+            1 => winners.iter().next().unwrap_or(self.turn),
+            k => {
+                let pick = self.rng.below(k as u32) as usize;
+                winners.iter().nth(pick).unwrap_or(self.turn)
+            }
         };
-        let mut order = self.edition.cards().to_vec();
-        self.rng.shuffle(&mut order);
-        self.deal_round(first, &order, obs);
+        // Shuffled on the stack: a round starts often enough in replays for this to matter.
+        let cards = self.edition.cards();
+        let mut order = [CardId::ALL[0]; 21];
+        let order = &mut order[..cards.len()];
+        order.copy_from_slice(cards);
+        self.rng.shuffle(order);
+        self.deal_round(first, order, obs);
     }
 
     /// Checks a `Play` against the rules; on success nothing has changed yet.
@@ -449,7 +466,7 @@ impl LoveLetter {
             Role::Prince => {
                 if let Some(t) = target {
                     let victim = &mut self.players[t as usize];
-                    let discarded = std::mem::take(&mut victim.hand);
+                    let discarded: Vec<CardId> = victim.hand.drain(..).collect();
                     victim.played.extend_from_slice(&discarded);
                     for &c in &discarded {
                         obs.push(Observation::public(Event::PrinceDiscarded {
