@@ -113,15 +113,24 @@ pub struct Observation<E> {
 
 impl<E> Observation<E> {
     pub fn public(event: E) -> Self {
-        Observation { audience: Audience::Everyone, event }
+        Observation {
+            audience: Audience::Everyone,
+            event,
+        }
     }
 
     pub fn to_seat(seat: Seat, event: E) -> Self {
-        Observation { audience: Audience::seat(seat), event }
+        Observation {
+            audience: Audience::seat(seat),
+            event,
+        }
     }
 
     pub fn to_seats(seats: SeatSet, event: E) -> Self {
-        Observation { audience: Audience::Seats(seats), event }
+        Observation {
+            audience: Audience::Seats(seats),
+            event,
+        }
     }
 }
 
@@ -138,7 +147,12 @@ pub struct Outcome {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SetupError {
     #[error("{game} takes {min} to {max} players, not {got}")]
-    SeatCount { game: &'static str, min: u8, max: u8, got: u8 },
+    SeatCount {
+        game: &'static str,
+        min: u8,
+        max: u8,
+        got: u8,
+    },
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
 }
@@ -152,7 +166,9 @@ pub trait GameError: std::error::Error + Clone + PartialEq + Send + Sync + 'stat
 
 /// A game's rules. Implementations are pure: `apply` validates and applies in one step, and on
 /// error leaves the state exactly as it was.
-pub trait Game: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static {
+pub trait Game:
+    Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+{
     /// Stable id of the game, persisted with every match (`love-letter`).
     const KIND: &'static str;
     /// Bumped whenever a change would make an old log replay differently, or an old
