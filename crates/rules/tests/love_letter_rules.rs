@@ -1151,3 +1151,39 @@ fn the_default_action_is_the_lowest_legal_play_with_its_first_target_and_guess()
         Some(play_action("A♦", Some(1), Some(Role::Spy)))
     );
 }
+
+// ---------------------------------------------------------------- seed 001's example round
+
+#[test]
+fn the_seed_001_example_round_plays_out_as_written() {
+    let (ana, luis, marta) = (0, 1, 2);
+    let mut g = table(3, "Q♥ 8♥ 5♠ 4♠ A♠ 2♠ 5♣ A♥");
+    // Ana's Guard names Luis's Prince: he is out and shows it.
+    play(&mut g, ana, "A♠", Some(luis), Some(Role::Prince));
+    assert!(is_out(&g, luis));
+    assert_eq!(played(&g, luis), cards("5♠"));
+    // Marta plays the Handmaid.
+    play(&mut g, marta, "4♠", None, None);
+    assert!(g.view(Viewer::Spectator).players[marta as usize].protected);
+    // Ana draws a Prince next to her Countess: she must play the Countess, and nothing shows
+    // which card she kept.
+    assert_eq!(g.legal_actions(ana), vec![play_action("8♥", None, None)]);
+    let obs = play(&mut g, ana, "8♥", None, None);
+    assert!(
+        !serde_json::to_string(&seen_by(&obs, Viewer::Seat(marta)))
+            .unwrap()
+            .contains("5♣")
+    );
+    // Marta's turn: her protection is over. Then the deck runs out.
+    assert!(!g.view(Viewer::Spectator).players[marta as usize].protected);
+    let mut g = empty_deck(&g);
+    play(&mut g, marta, "A♥", Some(ana), Some(Role::King));
+    let result = last_round(&g);
+    assert_eq!(result.hands, vec![Some(c("5♣")), None, Some(c("2♠"))]);
+    assert_eq!(result.winners, SeatSet::single(ana));
+    assert_eq!(
+        g.awaiting(),
+        SeatSet::single(ana),
+        "Ana, the winner, starts the next round"
+    );
+}
