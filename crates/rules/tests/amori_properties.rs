@@ -4,10 +4,11 @@
 
 use std::collections::HashMap;
 
+use missive_rules::amori::Event;
 use missive_rules::amori::{
     Action, Amori, CardId, Config, DaughterId, EventCardId, Location, Phase,
 };
-use missive_rules::{Game, GameError, GameRng, Seat, Seed, Viewer};
+use missive_rules::{Audience, Game, GameError, GameRng, Observation, Seat, Seed, Viewer};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -70,9 +71,10 @@ fn walk(seed: u64, seats: u8, policy: Policy, mut check: impl FnMut(&Amori, usiz
             }
         };
         choices.push(pick);
-        state
+        let observations = state
             .apply(seat, &legal[pick])
             .unwrap_or_else(|e| panic!("legal action {:?} refused: {}", legal[pick], e.code()));
+        check_audiences(&observations);
     }
     Walk {
         turns: state.view(Viewer::Spectator).turn,
@@ -123,6 +125,23 @@ fn progress_pick(state: &Amori, seat: Seat, legal: &[Action], picker: &mut GameR
         .filter(|&i| score(&legal[i]) == best)
         .collect();
     top[picker.below(top.len() as u32) as usize]
+}
+
+/// Only a drawn event card and a shown location deck are private, each to the one seat that
+/// may know it; everything else is public.
+fn check_audiences(observations: &[Observation<Event>]) {
+    for o in observations {
+        match &o.event {
+            Event::EventDrawn { seat, .. } => assert_eq!(o.audience, Audience::seat(*seat)),
+            Event::DeckShown { .. } => {
+                assert!(
+                    matches!(o.audience, Audience::Seats(s) if s.len() == 1),
+                    "{o:?}"
+                )
+            }
+            _ => assert_eq!(o.audience, Audience::Everyone, "{o:?}"),
+        }
+    }
 }
 
 /// Every string in `value` that names an id of some kind, counted.

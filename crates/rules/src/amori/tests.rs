@@ -1600,3 +1600,44 @@ fn every_awaited_seat_has_a_legal_default_action() {
         }
     }
 }
+
+#[test]
+fn actions_and_events_keep_a_stable_json_shape() {
+    // Stored logs and the API depend on these spellings: changing one breaks old matches.
+    let action = play("ball-invitation-2", None, Some(Location::Tavern));
+    assert_eq!(
+        serde_json::to_string(&action).unwrap(),
+        r#"{"type":"play-event","card":"ball-invitation-2","target":null,"location":"tavern"}"#
+    );
+    let give_up = Action::GiveUp {
+        gentleman: "bertram-von-biedenfeld".parse().unwrap(),
+    };
+    assert_eq!(
+        serde_json::to_string(&give_up).unwrap(),
+        r#"{"type":"give-up","gentleman":"bertram-von-biedenfeld"}"#
+    );
+    let event = Event::Rolled {
+        seat: 1,
+        die: Die::Casanova,
+        face: DieFace::DarkRedHat,
+    };
+    assert_eq!(
+        serde_json::to_string(&event).unwrap(),
+        r#"{"type":"rolled","seat":1,"die":"casanova","face":"dark-red-hat"}"#
+    );
+    let phase = Phase::SuitorLimit {
+        seat: 2,
+        incoming: card("bodo-4"),
+    };
+    assert_eq!(
+        serde_json::to_string(&phase).unwrap(),
+        r#"{"type":"suitor-limit","seat":2,"incoming":"bodo-4"}"#
+    );
+    for text in [
+        r#"{"type":"end-turn"}"#,
+        r#"{"type":"take","card":"theobald-6"}"#,
+    ] {
+        let parsed: Action = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&parsed).unwrap(), text);
+    }
+}
