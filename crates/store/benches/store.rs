@@ -19,8 +19,9 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgPool};
 
 const LEVELS: [usize; 3] = [1, 8, 32];
-const ROUNDS: usize = 2;
-const LOAD_SIZES: [u64; 3] = [10, 1_000, 10_000];
+const ROUNDS: usize = 3;
+/// The last size is the worst case for 10,000: one event short of the next snapshot.
+const LOAD_SIZES: [u64; 4] = [10, 1_000, 10_000, 10_099];
 const LOAD_REPEATS: usize = 30;
 
 fn payload(n: u64) -> serde_json::Value {

@@ -522,6 +522,12 @@ impl Store {
     }
 }
 
+/// The first event's request id and seq: the key under which a retry finds this append.
+pub(crate) fn first_request(events: &[StoredEvent]) -> Option<(String, u64)> {
+    let first = events.first()?;
+    Some((first.request_id.clone()?, first.seq))
+}
+
 /// Gives `events` their seqs after `version` and chains their hashes from `prev`.
 fn chain(id: MatchId, version: u64, prev: &[u8; 32], events: Vec<NewEvent>) -> Vec<StoredEvent> {
     let mut prev = *prev;

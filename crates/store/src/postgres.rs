@@ -18,6 +18,7 @@ use chrono::Utc;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
+use crate::first_request;
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
 use crate::{
     Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Snapshot,
@@ -187,12 +188,6 @@ pub(crate) async fn create_match(
     }
 }
 
-/// The first event's request id and seq: the key under which a retry finds this append.
-pub(crate) fn first_request(events: &[StoredEvent]) -> Option<(String, u64)> {
-    let first = events.first()?;
-    Some((first.request_id.clone()?, first.seq))
-}
-
 pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
     let row: Option<MatchRow> = sqlx::query_as(&format!(
         "SELECT {MATCH_COLUMNS} FROM matches WHERE match_id = $1::uuid"
@@ -351,6 +346,49 @@ pub(crate) async fn append(
     )))
 }
 
+/// The append statement without seat changes (most appends); see [`APPEND_WITH_SEATS`].
+const APPEND: &str = "WITH m AS (
+        UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
+            status = COALESCE($6, status)
+        WHERE match_id = $1::uuid AND version = $2 AND last_hash = $17 AND seat_count > $18
+        RETURNING match_id
+    ), e AS (
+        INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
+        SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
+            e.prev_hash, e.hash
+        FROM m, UNNEST($7::bigint[], $8::text[], $9::smallint[], $10::text[], $11::text[],
+            $12::timestamptz[], $13::bytea[], $14::bytea[])
+            AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
+    ), r AS (
+        INSERT INTO requests (match_id, request_id, first_seq, last_seq)
+        SELECT m.match_id, $15, $16, $3 FROM m WHERE $15::text IS NOT NULL
+    )
+    SELECT count(*) FROM m";
+
+/// [`APPEND`] plus the seat changes, which only joins and leaves carry.
+const APPEND_WITH_SEATS: &str = "WITH m AS (
+        UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
+            status = COALESCE($6, status)
+        WHERE match_id = $1::uuid AND version = $2 AND last_hash = $17 AND seat_count > $18
+        RETURNING match_id
+    ), e AS (
+        INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
+        SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
+            e.prev_hash, e.hash
+        FROM m, UNNEST($7::bigint[], $8::text[], $9::smallint[], $10::text[], $11::text[],
+            $12::timestamptz[], $13::bytea[], $14::bytea[])
+            AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
+    ), r AS (
+        INSERT INTO requests (match_id, request_id, first_seq, last_seq)
+        SELECT m.match_id, $15, $16, $3 FROM m WHERE $15::text IS NOT NULL
+    ), s AS (
+        UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot
+        FROM m, UNNEST($19::smallint[], $20::text[], $21::bytea[], $22::text[])
+            AS s(seat, player, token_hash, bot)
+        WHERE seats.match_id = m.match_id AND seats.seat = s.seat
+    )
+    SELECT count(*) FROM m";
+
 /// The single append statement: compare-and-set the match head, insert the events and the
 /// request id, update the seats. `None` when it wrote nothing (the head moved, a seat is out of
 /// range, or the request id or seq was taken by a concurrent writer).
@@ -369,54 +407,43 @@ async fn write(
     let last_hash = stored.last().map_or(*prev, |e| e.hash);
     let seats = &update.seats;
     let max_seat = seats.iter().map(|s| i16::from(s.seat)).max().unwrap_or(-1);
-    let result = sqlx::query_scalar::<_, i64>(
-        "WITH m AS (
-            UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
-                status = COALESCE($6, status)
-            WHERE match_id = $1::uuid AND version = $2 AND last_hash = $21 AND seat_count > $22
-            RETURNING match_id
-        ), e AS (
-            INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
-            SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
-                e.prev_hash, e.hash
-            FROM m, UNNEST($7::bigint[], $8::text[], $9::smallint[], $10::text[], $11::text[],
-                $12::timestamptz[], $13::bytea[], $14::bytea[])
-                AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
-        ), r AS (
-            INSERT INTO requests (match_id, request_id, first_seq, last_seq)
-            SELECT m.match_id, $15, $16, $3 FROM m WHERE $15::text IS NOT NULL
-        ), s AS (
-            UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot
-            FROM m, UNNEST($17::smallint[], $18::text[], $19::bytea[], $20::text[])
-                AS s(seat, player, token_hash, bot)
-            WHERE seats.match_id = m.match_id AND seats.seat = s.seat
-        )
-        SELECT count(*) FROM m",
-    )
-    .bind(id.to_string())
-    .bind(to_i64(expected)?)
-    .bind(to_i64(version)?)
-    .bind(last_hash.to_vec())
-    .bind(truncate_to_micros(Utc::now()))
-    .bind(update.status.map(|s| s.as_str()))
-    .bind(&cols.seq)
-    .bind(&cols.kind)
-    .bind(&cols.actor)
-    .bind(&cols.request_id)
-    .bind(&cols.payload)
-    .bind(&cols.at)
-    .bind(&cols.prev_hash)
-    .bind(&cols.hash)
-    .bind(request_id)
-    .bind(to_i64(expected + 1)?)
-    .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
-    .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
-    .bind(seats.iter().map(|s| s.token_hash.map(|h| h.to_vec())).collect::<Vec<_>>())
-    .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
-    .bind(prev.to_vec())
-    .bind(max_seat)
-    .fetch_one(&pg.pool)
-    .await;
+    let sql = if seats.is_empty() {
+        APPEND
+    } else {
+        APPEND_WITH_SEATS
+    };
+    let mut query = sqlx::query_scalar::<_, i64>(sql)
+        .bind(id.to_string())
+        .bind(to_i64(expected)?)
+        .bind(to_i64(version)?)
+        .bind(last_hash.to_vec())
+        .bind(truncate_to_micros(Utc::now()))
+        .bind(update.status.map(|s| s.as_str()))
+        .bind(cols.seq)
+        .bind(cols.kind)
+        .bind(cols.actor)
+        .bind(cols.request_id)
+        .bind(cols.payload)
+        .bind(cols.at)
+        .bind(cols.prev_hash)
+        .bind(cols.hash)
+        .bind(request_id)
+        .bind(to_i64(expected + 1)?)
+        .bind(prev.to_vec())
+        .bind(max_seat);
+    if !seats.is_empty() {
+        query = query
+            .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
+            .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
+            .bind(
+                seats
+                    .iter()
+                    .map(|s| s.token_hash.map(|h| h.to_vec()))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>());
+    }
+    let result = query.fetch_one(&pg.pool).await;
     match result {
         Ok(1) => {
             pg.heads.put(id, version, last_hash);

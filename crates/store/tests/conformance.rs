@@ -318,6 +318,44 @@ mod checks {
         Ok(())
     }
 
+    pub(super) async fn concurrent_retries_of_one_request_store_it_once(h: &Harness) -> Result<()> {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let second_server = Store::connect(&h.url, options()).await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let store = if i % 2 == 0 {
+                h.store.clone()
+            } else {
+                second_server.clone()
+            };
+            let id = m.id;
+            tasks.spawn(async move {
+                store
+                    .append(
+                        id,
+                        1,
+                        vec![action(0, "only-once", 1)],
+                        MatchUpdate::default(),
+                    )
+                    .await
+            });
+        }
+        let mut outcomes = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            outcomes.push(joined??);
+        }
+        assert_eq!(outcomes.iter().filter(|a| !a.duplicate).count(), 1);
+        let first = &outcomes
+            .iter()
+            .find(|a| !a.duplicate)
+            .context("no winner")?
+            .events;
+        assert!(outcomes.iter().all(|a| &a.events == first));
+        assert_eq!(h.store.get_match(m.id).await?.version, 2);
+        Ok(())
+    }
+
     pub(super) async fn seat_and_status_updates_apply_with_the_events(h: &Harness) -> Result<()> {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
@@ -752,6 +790,7 @@ conformance!(
     a_new_match_starts_open_with_empty_seats_and_its_first_events,
     appended_events_read_back_exactly_as_returned,
     appending_at_a_stale_version_is_a_typed_conflict,
+    concurrent_retries_of_one_request_store_it_once,
     a_retried_request_returns_the_original_events_not_new_ones,
     seat_and_status_updates_apply_with_the_events,
     listing_filters_by_status_and_kind_and_pages_by_id,
