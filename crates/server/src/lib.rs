@@ -25,6 +25,9 @@ use tokio::net::TcpListener;
 pub use crate::config::Config;
 use crate::service::{Service, Settings};
 
+/// How long shutdown waits for open requests and streams.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Connects the store (running its migrations) and builds the service.
 pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
     if config.database_url.as_deref().is_none_or(str::is_empty) {
@@ -76,10 +79,25 @@ pub async fn run(
         stopped(),
     ));
     let http_task = tokio::spawn(http::serve(config, service, http, stopped()));
-    let (g, h) = tokio::join!(grpc_task, http_task);
-    g.context("gRPC task")??;
-    h.context("HTTP task")??;
-    Ok(())
+    let servers = async {
+        let (g, h) = tokio::join!(grpc_task, http_task);
+        g.context("gRPC task")??;
+        h.context("HTTP task")??;
+        anyhow::Ok(())
+    };
+    // Watch streams stay open for as long as their clients like; give in-flight requests a
+    // grace period after the signal, then stop regardless.
+    let deadline = async {
+        stopped().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        result = servers => result,
+        () = deadline => {
+            tracing::warn!("connections still open after the grace period; stopping anyway");
+            Ok(())
+        }
+    }
 }
 
 async fn grpc_server(

@@ -386,3 +386,87 @@ async fn health_metrics_and_the_openapi_document_are_served() {
             .is_some()
     );
 }
+
+#[tokio::test]
+async fn open_matches_are_listed_and_leaving_frees_a_seat_or_abandons_the_match() {
+    let app = spawn_app(Backend::Postgres).await;
+    let id = create(&app).await;
+    let listed: Value = app
+        .http
+        .get(app.url("/v1/matches?kind=love-letter"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        list(&listed, "matches")
+            .iter()
+            .any(|m| m["matchId"] == id.as_str()),
+        "{listed}"
+    );
+
+    let ann = join(&app, &id, "ann").await;
+    let left = app
+        .http
+        .post(app.url(&format!("/v1/matches/{id}/leave")))
+        .bearer_auth(&ann)
+        .send()
+        .await
+        .expect("leave");
+    assert_eq!(left.status(), StatusCode::OK);
+    let body: Value = left.json().await.expect("json");
+    assert_eq!(body["match"]["status"], "MATCH_STATUS_OPEN");
+    assert!(
+        list(&body["match"], "seats")
+            .iter()
+            .all(|s| s.get("taken").is_none()),
+        "the seat is free again: {body}"
+    );
+    let stale = app
+        .http
+        .get(app.url(&format!("/v1/matches/{id}/view")))
+        .bearer_auth(&ann)
+        .send()
+        .await
+        .expect("view");
+    assert_eq!(
+        stale.status(),
+        StatusCode::UNAUTHORIZED,
+        "a token of a seat given up no longer works"
+    );
+
+    let carl = join(&app, &id, "carl").await;
+    join(&app, &id, "dana").await;
+    let listed: Value = app
+        .http
+        .get(app.url("/v1/matches"))
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        !list(&listed, "matches")
+            .iter()
+            .any(|m| m["matchId"] == id.as_str()),
+        "a full match is no longer open"
+    );
+    let left: Value = app
+        .http
+        .post(app.url(&format!("/v1/matches/{id}/leave")))
+        .bearer_auth(&carl)
+        .send()
+        .await
+        .expect("leave")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(left["match"]["status"], "MATCH_STATUS_ABANDONED");
+    assert!(
+        left["match"]["seed"].as_str().is_some(),
+        "an abandoned match reveals its seed"
+    );
+}
