@@ -337,3 +337,29 @@ fn random_session_lengths_are_reported() {
     );
     assert!(steps[steps.len() - 1] < STEP_LIMIT);
 }
+
+#[test]
+fn sessions_where_every_seat_times_out_still_end() {
+    // Default actions alone must finish a session, or a table that stopped playing would run
+    // on for ever on its turn timer.
+    let mut longest = 0;
+    for i in 0..2_000u64 {
+        let seats = 2 + (i % 4) as u8;
+        let mut game = Lopti::setup(&Config::default(), seats, Seed::from_u64(i)).unwrap();
+        let mut steps = 0;
+        while game.outcome().is_none() {
+            assert!(
+                steps < 5_000,
+                "session {i} of {seats} seats does not end under timeouts"
+            );
+            let seat = game.awaiting().iter().next().expect("someone is awaited");
+            let action = game
+                .default_action(seat)
+                .expect("an awaited seat has a default");
+            game.apply(seat, &action).expect("the default is legal");
+            steps += 1;
+        }
+        longest = longest.max(steps);
+    }
+    eprintln!("2,000 three-hand sessions on defaults alone: longest {longest} steps");
+}

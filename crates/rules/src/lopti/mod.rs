@@ -66,8 +66,11 @@
 //! suits: any other choice of suits with the same rank and count is equally legal. Rule
 //! creation and proposals list every catalogue rule and change that passes the checks, but not
 //! free-text table rules, which can't be enumerated. [`Game::default_action`]: keep cards,
-//! skip the rule, decline the proposal, abstain; in play, the lowest valid single card, else
-//! the first face-down card, else a pickup. A timed-out Roshambo throw is predictable by
+//! skip the rule, decline the proposal, abstain; in play, every held card of the lowest
+//! playable rank (every fourth round of turns, another playable rank chosen by the round
+//! number, so that a table where every seat times out does not repeat one cycle of pickups;
+//! a test plays 2,000 sessions on defaults alone to their end),
+//! else the first face-down card, else a pickup. A timed-out Roshambo throw is predictable by
 //! design (it cycles with the round, the defender one step ahead of the challenger), so a
 //! player who lets the clock run gives their opponent an edge.
 

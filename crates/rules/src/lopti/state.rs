@@ -73,6 +73,8 @@ struct Turn {
     plays_left: u8,
     /// Whether the first play (the one that may draw) has been made.
     played: bool,
+    /// Turns started in this hand before this one.
+    number: u32,
 }
 
 /// A base event custom rules may react to.
@@ -447,8 +449,24 @@ impl Lopti {
                 let p = self.player(seat);
                 let mut hand = p.hand.clone();
                 hand.sort();
-                if let Some(card) = hand.iter().find(|c| self.check_play(c.rank(), 1).is_ok()) {
-                    Action::Play { cards: vec![*card] }
+                // A playable rank, with every card of it held: shedding whole ranks keeps
+                // timed-out hands moving. Usually the lowest; every fourth round another one,
+                // chosen by the round number, so that seats which all time out don't repeat one
+                // cycle of pickups forever.
+                let runs: Vec<&[Card]> = hand
+                    .chunk_by(|a, b| a.rank() == b.rank())
+                    .filter(|run| self.check_play(run[0].rank(), run.len() as u8).is_ok())
+                    .collect();
+                let round = self.turn.number / u32::from(self.seat_count);
+                let pick = if round % 4 == 3 {
+                    (round as usize / 4) % runs.len().max(1)
+                } else {
+                    0
+                };
+                if let Some(run) = runs.get(pick) {
+                    Action::Play {
+                        cards: run.to_vec(),
+                    }
                 } else if hand.is_empty() && !p.face_down.is_empty() {
                     Action::PlayFaceDown { index: 0 }
                 } else {
@@ -973,6 +991,7 @@ impl Lopti {
         self.obligation = false;
         self.reversed = false;
         self.skips = 0;
+        self.turn = Turn::default();
         let hand_size = usize::from(self.base.hand_size);
         let mut cards = deck.drain(..);
         for seat in 0..self.seat_count {
@@ -1042,10 +1061,12 @@ impl Lopti {
     // ---- play -----------------------------------------------------------------------------
 
     fn start_turn(&mut self, seat: Seat, out: &mut Obs) {
+        let number = self.turn.number.wrapping_add(1);
         self.turn = Turn {
             seat,
             plays_left: 1,
             played: false,
+            number,
         };
         out.push(Observation::public(Event::TurnStarted { seat }));
     }
