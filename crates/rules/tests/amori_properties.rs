@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use missive_rules::amori::Event;
 use missive_rules::amori::{
-    Action, Amori, CardId, Config, DaughterId, EventCardId, Location, Phase,
+    Action, Amori, Attribute, CardId, Config, DaughterId, EventCardId, Location, Phase,
 };
 use missive_rules::{Audience, Game, GameError, GameRng, Observation, Seat, Seed, Viewer};
 use proptest::prelude::*;
@@ -40,11 +40,22 @@ fn awaited(state: &Amori) -> Option<Seat> {
 }
 
 /// Walk one game, calling `check` before every action.
-fn walk(seed: u64, seats: u8, policy: Policy, mut check: impl FnMut(&Amori, usize)) -> Walk {
+fn walk(seed: u64, seats: u8, policy: Policy, check: impl FnMut(&Amori, usize)) -> Walk {
+    walk_for(seed, seats, policy, MAX_STEPS, check)
+}
+
+/// Walk one game for at most `limit` actions, calling `check` before every action.
+fn walk_for(
+    seed: u64,
+    seats: u8,
+    policy: Policy,
+    limit: usize,
+    mut check: impl FnMut(&Amori, usize),
+) -> Walk {
     let mut state = Amori::setup(&Config::default(), seats, Seed::from_u64(seed)).unwrap();
     let mut picker = GameRng::new(Seed::from_u64(seed ^ 0x9e37_79b9_7f4a_7c15));
     let mut choices = Vec::new();
-    for step in 0..MAX_STEPS {
+    for step in 0..limit {
         check(&state, step);
         let Some(seat) = awaited(&state) else {
             return Walk {
@@ -477,5 +488,67 @@ fn random_and_progress_play_both_end() {
             turns / GAMES
         );
         assert_eq!(stalled, 0, "{policy:?}");
+    }
+}
+
+/// Any action at all, legal or not, for any seat number, built from one random stream.
+fn arbitrary_action(rng: &mut GameRng) -> (Seat, Action) {
+    let seat = rng.below(6) as Seat;
+    let location = Location::ALL[rng.below(6) as usize];
+    let card = CardId::all().nth(rng.below(84) as usize).unwrap();
+    let event = EventCardId::all().nth(rng.below(46) as usize).unwrap();
+    let target = [None, Some(rng.below(6) as Seat)][rng.below(2) as usize];
+    let place = [None, Some(location)][rng.below(2) as usize];
+    let choice =
+        [None, Some(Attribute::Reputation), Some(Attribute::Beauty)][rng.below(3) as usize];
+    let action = match rng.below(10) {
+        0 => Action::Visit { location },
+        1 => Action::LocationAction { choice },
+        2 => Action::Intrigue {
+            target: rng.below(6) as Seat,
+        },
+        3 => Action::Take { card },
+        4 => Action::GiveUp {
+            gentleman: card.gentleman(),
+        },
+        5 => Action::PlayEvent {
+            card: event,
+            target,
+            location: place,
+        },
+        6 => Action::React { card: event },
+        7 => Action::Pass,
+        8 => Action::EndTurn,
+        _ => Action::Discard { card: event },
+    };
+    (seat, action)
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// Whatever arrives, `apply` answers without panicking; an action it accepts is one
+    /// `legal_actions` listed, and a refusal changes nothing.
+    #[test]
+    fn arbitrary_actions_never_panic_and_refusals_change_nothing(
+        seed in any::<u64>(),
+        seats in 2u8..=4,
+        cut in 0usize..400,
+    ) {
+        // Somewhere in a game, or at its end if it ends sooner.
+        let mut state = walk_for(seed, seats, Policy::Mixed, cut, |_, _| {}).state;
+        let mut rng = GameRng::new(Seed::from_u64(seed ^ 0x5555));
+        for _ in 0..200 {
+            let (seat, action) = arbitrary_action(&mut rng);
+            let legal = state.legal_actions(seat);
+            let before = state.clone();
+            match state.apply(seat, &action) {
+                Ok(_) => prop_assert!(legal.contains(&action), "accepted unlisted {:?}", action),
+                Err(e) => {
+                    prop_assert!(!legal.contains(&action), "refused listed {:?}: {}", action, e.code());
+                    prop_assert_eq!(&state, &before);
+                }
+            }
+        }
     }
 }
