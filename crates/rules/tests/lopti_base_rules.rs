@@ -4,7 +4,7 @@ mod lopti_support;
 
 use lopti_support::*;
 use missive_rules::lopti::{Action, BurnCause, Card, Event, Rank, Source};
-use missive_rules::{Game, Viewer};
+use missive_rules::{Audience, Game, Viewer};
 
 /// Two seats, no draw pile, seat 0 holding `hand0`, seat 1 holding `hand1`.
 fn duel<'a>(hand0: &'a [&'a str], hand1: &'a [&'a str]) -> [Deal<'a>; 2] {
@@ -508,4 +508,54 @@ fn nobody_sees_face_down_cards_until_they_are_turned() {
     let json = serde_json::to_string(&g.view(Viewer::Seat(1))).unwrap();
     assert!(!json.contains("6♠"), "seat 1 does not see seat 0's hand");
     assert!(json.contains("Q♠"), "face-up cards are public");
+}
+
+#[test]
+fn dealt_and_drawn_cards_are_told_only_to_their_holder() {
+    let mut g = session(
+        &duel(&["6♠", "6♥", "8♦"], &["J♣", "8♠", "5♠"]),
+        &["A♣"],
+        1,
+        &[],
+    );
+    g.apply(0, &Action::DeclineProposal).unwrap();
+    let deal = g.apply(1, &Action::DeclineProposal).unwrap();
+    let mut told = 0;
+    for obs in &deal {
+        match &obs.event {
+            Event::YourHand { cards: hand } => {
+                let holder = if hand.contains(&Card::of("6♠")) {
+                    0
+                } else {
+                    1
+                };
+                assert_eq!(obs.audience, Audience::seat(holder));
+                told += 1;
+            }
+            Event::Dealt { .. } => assert_eq!(obs.audience, Audience::Everyone),
+            _ => {}
+        }
+    }
+    assert_eq!(told, 2);
+    act(&mut g, 0, Action::KeepCards);
+    act(&mut g, 1, Action::KeepCards);
+    let obs = g
+        .apply(
+            0,
+            &Action::Play {
+                cards: cards(&["6♠", "6♥"]),
+            },
+        )
+        .unwrap();
+    for o in &obs {
+        match &o.event {
+            Event::YouDrew { cards: drawn } => {
+                assert_eq!(drawn, &cards(&["A♣"]));
+                assert_eq!(o.audience, Audience::seat(0));
+            }
+            Event::Drew { seat: 0, count: 1 } => assert_eq!(o.audience, Audience::Everyone),
+            other => assert_eq!(o.audience, Audience::Everyone, "{other:?}"),
+        }
+    }
+    assert!(obs.iter().any(|o| matches!(o.event, Event::YouDrew { .. })));
 }
