@@ -503,12 +503,22 @@ impl Store {
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.
     pub async fn verify_chain(&self, id: MatchId) -> Result<ChainCheck, StoreError> {
         const PAGE: u32 = 1000;
-        let record = self.get_match(id).await?;
+        let mut version = self.get_match(id).await?.version;
         let mut checker = canonical::ChainChecker::new(id);
         let mut after = 0;
         loop {
             let page = self.read_events(id, after, PAGE).await?;
             for ev in &page {
+                if ev.seq > version {
+                    // Appended since we looked, or a row no append wrote: the match row decides.
+                    version = self.get_match(id).await?.version;
+                }
+                if ev.seq > version {
+                    return Ok(ChainCheck::Broken {
+                        seq: ev.seq,
+                        reason: format!("event beyond the match's version {version}"),
+                    });
+                }
                 if let Some(broken) = checker.check(ev) {
                     return Ok(broken);
                 }
@@ -518,7 +528,7 @@ impl Store {
                 _ => break,
             }
         }
-        Ok(checker.finish(record.version))
+        Ok(checker.finish(version))
     }
 }
 
