@@ -142,7 +142,7 @@ fn junk_action(rng: &mut GameRng) -> Action {
         },
         1 => Action::KeepCards,
         2 => Action::CreateRule {
-            rule: (n % 2 == 0).then(|| spec(rng)),
+            rule: matches!(n, 0 | 2 | 4).then(|| spec(rng)),
             table_rule: (n > 2).then(|| "x".repeat(usize::from(n) * 70)),
         },
         3 => Action::SkipRule,
@@ -166,7 +166,7 @@ fn junk_action(rng: &mut GameRng) -> Action {
                     rank: (n == 4).then(|| rank(rng)),
                 },
             },
-            timing: if n % 2 == 0 {
+            timing: if matches!(n, 0 | 2 | 4) {
                 Timing::Now
             } else {
                 Timing::NextHand
