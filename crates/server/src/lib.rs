@@ -123,6 +123,11 @@ async fn grpc_server(
         .timeout(config.request_timeout())
         .concurrency_limit_per_connection(config.concurrency_limit)
         .layer(metrics::GrpcMetricsLayer)
+        // One limit across all connections; the per-connection one alone would let many
+        // clients together exceed it.
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+            config.concurrency_limit,
+        ))
         .add_service(health)
         .add_service(reflection)
         .add_service(missive)
