@@ -225,24 +225,30 @@ impl LoveLetter {
         for p in &mut self.players {
             p.protected = false;
         }
-        let hands = self
-            .players
-            .iter()
-            .map(|p| match reason {
-                RoundEnd::DeckEmpty if !p.out => p.hand.first().copied(),
-                _ => None,
-            })
-            .collect();
-        let tokens: Vec<u8> = self.players.iter().map(|p| p.tokens).collect();
-        let result = RoundResult {
-            round: self.round,
+        // The previous result's vectors are reused: replays end a round every few actions.
+        let mut result = self.last_round.take().unwrap_or_else(|| RoundResult {
+            round: 0,
             reason,
-            hands,
-            set_aside: self.set_aside,
+            hands: Vec::with_capacity(n as usize),
+            set_aside: None,
             winners,
             spy_bonus,
-            tokens: tokens.clone(),
-        };
+            tokens: Vec::with_capacity(n as usize),
+        });
+        result.round = self.round;
+        result.reason = reason;
+        result.set_aside = self.set_aside;
+        result.winners = winners;
+        result.spy_bonus = spy_bonus;
+        result.hands.clear();
+        result
+            .hands
+            .extend(self.players.iter().map(|p| match reason {
+                RoundEnd::DeckEmpty if !p.out => p.hand.first().copied(),
+                _ => None,
+            }));
+        result.tokens.clear();
+        result.tokens.extend(self.players.iter().map(|p| p.tokens));
         obs.push(Observation::public(Event::RoundEnded(result.clone())));
         // Token events carry running totals: a spy-bonus winner shows its win, then its bonus.
         for seat in winners.iter() {
@@ -270,6 +276,7 @@ impl LoveLetter {
             .collect();
         if !champions.is_empty() {
             self.winners = Some(champions);
+            let tokens = self.players.iter().map(|p| p.tokens).collect();
             obs.push(Observation::public(Event::MatchEnded {
                 winners: champions,
                 tokens,
