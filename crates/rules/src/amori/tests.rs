@@ -1641,3 +1641,33 @@ fn actions_and_events_keep_a_stable_json_shape() {
         assert_eq!(serde_json::to_string(&parsed).unwrap(), text);
     }
 }
+
+#[test]
+fn the_rules_code_names_no_edition_data() {
+    // Swapping the edition's data must not touch the rules: no gentleman, daughter or event
+    // card is named outside `data.rs` (and these tests).
+    let rules = [
+        include_str!("game.rs"),
+        include_str!("types.rs"),
+        include_str!("ids.rs"),
+    ];
+    let slugs = super::data::GENTLEMEN
+        .iter()
+        .map(|g| g.slug)
+        .chain(super::data::DAUGHTERS.iter().map(|d| d.slug))
+        .chain(super::data::EVENT_KINDS.iter().map(|e| e.slug));
+    // Code only: documentation may give examples, and unit tests may name cards.
+    let code: Vec<&str> = rules
+        .iter()
+        .flat_map(|source| source.split("#[cfg(test)]").next().unwrap_or("").lines())
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect();
+    assert!(code.len() > 500);
+    for slug in slugs {
+        let quoted = format!("\"{slug}");
+        assert!(
+            !code.iter().any(|l| l.contains(&quoted)),
+            "{slug} is named in the rules code"
+        );
+    }
+}
