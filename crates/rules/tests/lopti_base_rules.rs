@@ -559,3 +559,47 @@ fn dealt_and_drawn_cards_are_told_only_to_their_holder() {
     }
     assert!(obs.iter().any(|o| matches!(o.event, Event::YouDrew { .. })));
 }
+
+#[test]
+fn during_a_pass_obligation_a_reset_a_low_and_a_burn_are_all_refused() {
+    let seats = [
+        Deal {
+            down: ["J♠", "J♥", "J♦"],
+            up: ["Q♠", "Q♥", "Q♦"],
+            hand: &["9♠", "3♠", "4♥"],
+        },
+        Deal {
+            down: ["K♠", "K♥", "K♦"],
+            up: ["A♠", "A♥", "A♦"],
+            hand: &["2♣", "7♣", "10♣"],
+        },
+    ];
+    let mut g = table(&seats, &[]);
+    play(&mut g, 0, &["9♠"]);
+    act(&mut g, 1, Action::PickUp);
+    play(&mut g, 0, &["4♥"]);
+    play(&mut g, 1, &["9♠"]);
+    play(&mut g, 0, &["3♠"]);
+    for id in ["2♣", "7♣", "10♣"] {
+        let code = refused(
+            &mut g,
+            1,
+            Action::Play {
+                cards: cards(&[id]),
+            },
+        );
+        assert_eq!(code, "pass-obligation", "{id}");
+    }
+    assert_eq!(g.legal_actions(1), vec![Action::PickUp]);
+}
+
+#[test]
+fn four_sevens_burn_and_cancel_the_low() {
+    let mut g = table(&duel(&["7♠", "7♣", "9♠"], &["7♥", "7♦", "8♠"]), &[]);
+    play(&mut g, 0, &["7♠"]);
+    play(&mut g, 1, &["7♥", "7♦"]);
+    let events = play(&mut g, 0, &["7♣"]);
+    assert_eq!(burned(&events), vec![BurnCause::FourOfARank]);
+    assert_eq!(view(&g, 0).play_at_most, None);
+    play(&mut g, 0, &["9♠"]);
+}
