@@ -29,8 +29,8 @@
 //! 5. **Deal and swaps** (simultaneous): the deck is shuffled with the state's RNG (or taken
 //!    from [`Config::fixed_deck`] for the first hand) and dealt in blocks per seat; each seat
 //!    swaps one hand card with one face-up card, or keeps its cards.
-//! 6. **Play** until the first player goes out by playing their last face-down card. That
-//!    player wins the hand. Settling the other places is optional at the table and changes no
+//! 6. **Play** until the first player goes out (normally with their last face-down card).
+//!    That player wins the hand. Settling the other places is optional at the table and changes no
 //!    score, so the engine ends the hand there.
 //!
 //! The vote is held before the deal, so a change passed "now" (hand size, special ranks,
@@ -38,6 +38,10 @@
 //! hand's start, and lapse if their rule changed meanwhile. A creator may cancel their own
 //! rule at any moment, even out of turn ([`Action::CancelRule`]). Removed or cancelled rules
 //! stay out: the winner can't create the same rule again; only a later vote may restore it.
+//! Every session starts from zero, except for [`Config::carried_rules`]: old rules the table
+//! approved by majority while setting the session up. Table rules are free text the engine
+//! records and shows but neither enforces nor judges: keeping them fair (conditions, not
+//! people) is the table's business.
 //!
 //! # A turn
 //! A play is one or more cards of one rank from hand; [`Action::PlayFaceDown`] turns a
