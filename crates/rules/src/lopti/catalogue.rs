@@ -3,7 +3,7 @@
 //!
 //! A custom rule is a structured *trigger → effect* pair. Every effect in the catalogue only
 //! *adds* something after a base event (a skip, a reversal, draws, a burn, a bonus play), so no
-//! rule can prevent a base event, winning or voting. [`check_rule`] refuses the few
+//! rule can prevent a base event, winning or voting. `check_rule` refuses the few
 //! combinations that would still contradict a base rule or never end:
 //!
 //! - `pile-burned → burn-pile` loops without end (each burn triggers the next);
@@ -16,7 +16,7 @@
 //! Loops are checked as a graph: the only effect that raises a catalogue trigger by itself is
 //! `burn-pile` (it raises `pile-burned`), so a cycle exists exactly when some rule maps
 //! `pile-burned` to `burn-pile`; the check walks the graph anyway, so a future effect that
-//! raises events is covered by adding its edge in [`raised_by`].
+//! raises events is covered by adding its edge in `raised_by`.
 //!
 //! Free-text *table rules* are recorded and shown to everyone but never enforced; the engine
 //! checks only their length.

@@ -11,7 +11,7 @@
 //! seat a phase waits for:
 //!
 //! 1. **Rule creation** (from the second hand): the last winner creates an enforced rule from
-//!    the [catalogue](catalogue), a free-text table rule, both, or skips.
+//!    the [`catalogue`], a free-text table rule, both, or skips.
 //! 2. **Proposal** (simultaneous): this hand's one Rule Vote. Every seat either proposes a
 //!    [`Change`] with a [`Timing`] or declines; the first proposal goes to the vote, and the
 //!    window closes unused when every seat has declined. Proposing later in the hand is
