@@ -29,7 +29,9 @@ pub(crate) struct TestApp {
     child: Child,
     pub(crate) grpc_addr: String,
     pub(crate) http_base: String,
+    /// Set when this server created (and so drops) its database.
     database: Option<(String, String)>,
+    database_url: Option<String>,
     data_dir: std::path::PathBuf,
     pub(crate) http: reqwest::Client,
 }
@@ -81,6 +83,59 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
         command.env("DATABASE_URL", with_database(&admin, &name));
         database = Some((admin, name));
     }
+    let database_url = database
+        .as_ref()
+        .map(|(admin, name)| with_database(admin, name));
+    let (child, grpc_addr, http_base) = start(command).await;
+    TestApp {
+        child,
+        grpc_addr,
+        http_base,
+        database,
+        database_url,
+        data_dir,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client"),
+    }
+}
+
+/// A second server on the same PostgreSQL database, as another replica would be.
+pub(crate) async fn spawn_replica(app: &TestApp) -> TestApp {
+    let url = app
+        .database_url
+        .clone()
+        .expect("replicas share a PostgreSQL database");
+    let data_dir =
+        std::env::temp_dir().join(format!("missive-test-{}", uuid::Uuid::new_v4().simple()));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+    command
+        .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
+        .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+        .env("MISSIVE_DATA_DIR", &data_dir)
+        .env("MISSIVE_SNAPSHOT_EVERY", "16")
+        .env("RUST_LOG", "warn")
+        .env("DATABASE_URL", &url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let (child, grpc_addr, http_base) = start(command).await;
+    TestApp {
+        child,
+        grpc_addr,
+        http_base,
+        database: None,
+        database_url: Some(url),
+        data_dir,
+        http: reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client"),
+    }
+}
+
+/// Starts the binary and reads the addresses it prints.
+async fn start(mut command: Command) -> (Child, String, String) {
     let mut child = command.spawn().expect("the missive binary starts");
     let stdout = child.stdout.take().expect("stdout");
     // The server prints its bound addresses on stdout; read them off a blocking thread.
@@ -106,17 +161,7 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
     })
     .await
     .expect("reading the server's output");
-    TestApp {
-        child,
-        grpc_addr,
-        http_base,
-        database,
-        data_dir,
-        http: reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .expect("client"),
-    }
+    (child, grpc_addr, http_base)
 }
 
 impl TestApp {
