@@ -196,17 +196,16 @@ pub(crate) async fn list_matches(
     .fetch_all(&mut *conn)
     .await
     .map_err(db)?;
-    let mut seats = Vec::new();
-    if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
-        seats = sqlx::query_as(&format!(
-            "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id BETWEEN ? AND ? ORDER BY match_id, seat"
-        ))
-        .bind(&first.match_id)
-        .bind(&last.match_id)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db)?;
-    }
+    // One query for every listed match's seats: the ids go in as one JSON array.
+    let ids: Vec<&str> = rows.iter().map(|r| r.match_id.as_str()).collect();
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats
+         WHERE match_id IN (SELECT value FROM json_each(?)) ORDER BY match_id, seat"
+    ))
+    .bind(serde_json::to_string(&ids).map_err(|e| StoreError::Internal(e.to_string()))?)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
     rows.into_iter().map(|r| r.into_record(&seats)).collect()
 }
 

@@ -449,6 +449,12 @@ mod checks {
             ids.push(m.id);
             h.store.create_match(m.clone(), vec![created()]).await?;
             if i % 2 == 0 {
+                let seat = SeatRecord {
+                    seat: 1,
+                    player: Some(format!("player-{i}")),
+                    token_hash: Some([i; 32]),
+                    bot: None,
+                };
                 h.store
                     .append(
                         m.id,
@@ -456,7 +462,7 @@ mod checks {
                         vec![],
                         MatchUpdate {
                             status: Some(MatchStatus::Active),
-                            seats: vec![],
+                            seats: vec![seat],
                         },
                     )
                     .await?;
@@ -466,6 +472,13 @@ mod checks {
         let all = h.store.list_matches(&MatchFilter::default()).await?;
         assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), ids);
         assert!(all.iter().all(|r| r.seats.len() == 2));
+        // Each listed match carries its own seats, not a neighbour's.
+        for record in &all {
+            let get = h.store.get_match(record.id).await?;
+            assert_eq!(record.seats, get.seats);
+        }
+        let taken = all.iter().filter(|r| r.seats[1].player.is_some()).count();
+        assert_eq!(taken, 3);
         let active = h
             .store
             .list_matches(&MatchFilter {
