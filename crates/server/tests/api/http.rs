@@ -470,3 +470,60 @@ async fn open_matches_are_listed_and_leaving_frees_a_seat_or_abandons_the_match(
         "an abandoned match reveals its seed"
     );
 }
+
+#[tokio::test]
+async fn a_fixed_deck_is_refused_unless_allowed_and_then_shown_in_every_view() {
+    let deck: Vec<&str> = missive_rules::love_letter::Edition::V2019
+        .cards()
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    let body =
+        json!({ "options": { "loveLetter": { "deck": deck, "firstPlayer": 0 } }, "seatCount": 2 });
+
+    let strict = spawn_app(Backend::Sqlite).await;
+    let refused = strict
+        .http
+        .post(strict.url("/v1/matches"))
+        .json(&body)
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+
+    let app = crate::helpers::spawn_app_with(
+        Backend::Sqlite,
+        crate::helpers::Options {
+            allow_fixed_deck: true,
+        },
+    )
+    .await;
+    let created = app
+        .http
+        .post(app.url("/v1/matches"))
+        .json(&body)
+        .send()
+        .await
+        .expect("create");
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: Value = created.json().await.expect("json");
+    assert_eq!(created["match"]["fixedDeck"], true);
+    assert!(
+        created["match"]["options"]["loveLetter"]
+            .get("deck")
+            .is_none(),
+        "the order stays secret while the match runs"
+    );
+    let id = created["match"]["matchId"].as_str().expect("id").to_owned();
+    let token = join(&app, &id, "ann").await;
+    join(&app, &id, "bob").await;
+    let mine = view(&app, &id, Some(&token)).await;
+    assert_eq!(mine["fixedDeck"], true);
+    assert_eq!(view(&app, &id, None).await["fixedDeck"], true);
+    // Dealt exactly as fixed: set-aside, three face up, then seat 0 (the first player) gets the fifth card.
+    assert_eq!(
+        list(&mine["game"]["loveLetter"], "faceUp"),
+        vec![json!(deck[1]), json!(deck[2]), json!(deck[3])]
+    );
+    assert!(list(&mine["game"]["loveLetter"], "hand").contains(&json!(deck[4])));
+}
