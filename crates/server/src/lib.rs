@@ -62,9 +62,11 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let watches = service.clone();
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
+        watches.stop_watches();
     });
     let stopped = move || {
         let mut rx = stop_rx.clone();

@@ -93,6 +93,8 @@ pub struct Service {
     settings: Settings,
     cache: Mutex<HashMap<MatchId, Slot>>,
     watchers: Mutex<HashMap<MatchId, broadcast::Sender<Arc<Update>>>>,
+    /// Set once the server stops: watch streams end so connections can drain.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 fn parse_id(id: &str) -> ApiResult<MatchId> {
@@ -190,7 +192,13 @@ impl Service {
             settings,
             cache: Mutex::new(HashMap::new()),
             watchers: Mutex::new(HashMap::new()),
+            stopping: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Ends every watch stream; called when the server begins to shut down.
+    pub fn stop_watches(&self) {
+        self.stopping.send_replace(true);
     }
 
     pub fn store(&self) -> &Store {
@@ -1044,6 +1052,7 @@ impl Service {
         let mut updates = self.subscribe(id);
         let (tx, rx) = mpsc::channel(64);
         let service = Arc::clone(self);
+        let mut stopping = self.stopping.subscribe();
         tokio::spawn(async move {
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
@@ -1054,6 +1063,7 @@ impl Service {
                     let update = tokio::select! {
                         update = updates.recv() => update,
                         () = tx.closed() => return Ok(()),
+                        _ = stopping.wait_for(|stop| *stop) => return Ok(()),
                     };
                     match update {
                         Ok(update) if update.event.seq <= last => {}
