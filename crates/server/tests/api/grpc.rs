@@ -699,17 +699,86 @@ async fn two_servers_on_one_database_never_serve_a_stale_version() {
     let second = crate::helpers::spawn_replica(&first).await;
     let mut a = first.grpc().await;
     let mut b = second.grpc().await;
-    let (match_id, tokens) = create_and_join(&mut a, 2).await;
     let mut rng = Lcg(11);
-    // Alternate servers every action, past several snapshots (one every 16 events), so each
-    // server must fold in what the other appended, from a snapshot or from its cache.
-    for step in 0..60 {
-        let (client, other) = if step % 2 == 0 {
-            (&mut a, &mut b)
-        } else {
-            (&mut b, &mut a)
-        };
-        let spectator = client
+    // A random match may end before it passes two snapshots; then play another.
+    let mut long_enough = None;
+    for _attempt in 0..10 {
+        let (match_id, tokens) = create_and_join(&mut a, 2).await;
+        // Alternate servers every action, past several snapshots (one every 16 events), so each
+        // server must fold in what the other appended, from a snapshot or from its cache.
+        for step in 0..60 {
+            let (client, other) = if step % 2 == 0 {
+                (&mut a, &mut b)
+            } else {
+                (&mut b, &mut a)
+            };
+            let spectator = client
+                .get_view(pb::GetViewRequest {
+                    match_id: match_id.clone(),
+                    seat: None,
+                })
+                .await
+                .expect("view")
+                .into_inner()
+                .view
+                .expect("view");
+            if spectator.outcome.is_some() {
+                break;
+            }
+            let seat = spectator.awaiting[0] as usize;
+            let mine = client
+                .get_view(authed(
+                    pb::GetViewRequest {
+                        match_id: match_id.clone(),
+                        seat: None,
+                    },
+                    &tokens[seat],
+                ))
+                .await
+                .expect("view")
+                .into_inner()
+                .view
+                .expect("view");
+            assert_eq!(mine.version, spectator.version);
+            let action = mine.legal_actions[rng.below(mine.legal_actions.len())].clone();
+            let acted = client
+                .act(authed(
+                    pb::ActRequest {
+                        match_id: match_id.clone(),
+                        action: Some(action),
+                        request_id: format!("step-{step}"),
+                        expected_version: Some(mine.version),
+                        seat: None,
+                    },
+                    &tokens[seat],
+                ))
+                .await
+                .expect("act")
+                .into_inner();
+            let seen = other
+                .get_view(authed(
+                    pb::GetViewRequest {
+                        match_id: match_id.clone(),
+                        seat: None,
+                    },
+                    &tokens[seat],
+                ))
+                .await
+                .expect("view")
+                .into_inner()
+                .view
+                .expect("view");
+            assert_eq!(
+                seen.version, acted.version,
+                "the other server sees the new version at once"
+            );
+            assert_eq!(
+                seen.game,
+                acted.view.expect("view").game,
+                "and the same state"
+            );
+        }
+        let reached = a
             .get_view(pb::GetViewRequest {
                 match_id: match_id.clone(),
                 seat: None,
@@ -718,63 +787,14 @@ async fn two_servers_on_one_database_never_serve_a_stale_version() {
             .expect("view")
             .into_inner()
             .view
-            .expect("view");
-        if spectator.outcome.is_some() {
+            .expect("view")
+            .version;
+        if reached > 32 {
+            long_enough = Some(match_id);
             break;
         }
-        let seat = spectator.awaiting[0] as usize;
-        let mine = client
-            .get_view(authed(
-                pb::GetViewRequest {
-                    match_id: match_id.clone(),
-                    seat: None,
-                },
-                &tokens[seat],
-            ))
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view");
-        assert_eq!(mine.version, spectator.version);
-        let action = mine.legal_actions[rng.below(mine.legal_actions.len())].clone();
-        let acted = client
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.clone(),
-                    action: Some(action),
-                    request_id: format!("step-{step}"),
-                    expected_version: Some(mine.version),
-                    seat: None,
-                },
-                &tokens[seat],
-            ))
-            .await
-            .expect("act")
-            .into_inner();
-        let seen = other
-            .get_view(authed(
-                pb::GetViewRequest {
-                    match_id: match_id.clone(),
-                    seat: None,
-                },
-                &tokens[seat],
-            ))
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view");
-        assert_eq!(
-            seen.version, acted.version,
-            "the other server sees the new version at once"
-        );
-        assert_eq!(
-            seen.game,
-            acted.view.expect("view").game,
-            "and the same state"
-        );
     }
+    let match_id = long_enough.expect("one of ten random matches passes two snapshots");
     // A server that starts now loads the match from its newest snapshot plus the events after.
     let third = crate::helpers::spawn_replica(&first).await;
     let request = || pb::GetViewRequest {
