@@ -1,10 +1,15 @@
 //! The PostgreSQL backend.
 //!
-//! An append is one read (the match's version and last hash, and whether the request id is
-//! already held) followed by one statement that compare-and-sets the match row and inserts the
-//! events, the request id and the seat changes together. Row locks live only inside that one
-//! statement, never across a round trip to the client; a writer that lost the race finds the
-//! version moved and gets a conflict (or, for a retried request, the original events).
+//! A match's head (version and last hash) is its last event: the `matches` row keeps only the
+//! head as of creation, and is written again only by appends that change the status or seats.
+//! An append is one read (the head, and whether the request id is already held) followed by one
+//! statement that inserts the events only if the expected previous event (seq and hash) exists,
+//! or for a match's first events the match row at version 0. The events primary key settles
+//! races for a seq, and a unique index over each request's first event (which carries
+//! `request_last`, the seq of the request's last event) settles races for a request id. Row
+//! locks live only inside that one statement, never across a round trip to the client; a writer
+//! that lost the race finds the head moved and gets a conflict (or, for a retried request, the
+//! original events).
 //!
 //! The read is skipped when this process already knows the match's head: the server that wrote
 //! a match's last event usually writes its next one. The cached head is only a guess; the
@@ -18,7 +23,6 @@ use chrono::Utc;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
-use crate::first_request;
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
 use crate::{
     Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Snapshot,
@@ -78,8 +82,13 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
     })
 }
 
-const MATCH_COLUMNS: &str = "match_id::text AS match_id, kind, config::text AS config, \
-    rules_version, seat_count, status, seed_hash, turn_timeout_secs, created_at, updated_at, version";
+/// The match row with its head: `version` is the last event's seq (read backwards through the
+/// events primary key), and `updated_at` the later of the row's last write and that event's time.
+const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.config::text AS config, \
+    m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, m.created_at, \
+    GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
+    FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
+        WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
 const SEAT_COLUMNS: &str = "match_id::text AS match_id, seat, player, token_hash, bot";
 const EVENT_COLUMNS: &str =
     "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
@@ -91,6 +100,8 @@ struct EventColumns {
     kind: Vec<String>,
     actor: Vec<Option<i16>>,
     request_id: Vec<Option<String>>,
+    /// On a request's first event, the seq of its last event; `None` elsewhere.
+    request_last: Vec<Option<i64>>,
     payload: Vec<String>,
     at: Vec<chrono::DateTime<Utc>>,
     prev_hash: Vec<Vec<u8>>,
@@ -100,7 +111,10 @@ struct EventColumns {
 impl EventColumns {
     fn new(events: &[StoredEvent]) -> Result<EventColumns, StoreError> {
         let mut c = EventColumns::default();
-        for ev in events {
+        let last = events.last().map_or(Ok(0), |e| to_i64(e.seq))?;
+        for (i, ev) in events.iter().enumerate() {
+            c.request_last
+                .push((i == 0 && ev.request_id.is_some()).then_some(last));
             c.seq.push(to_i64(ev.seq)?);
             c.kind.push(ev.kind.clone());
             c.actor.push(ev.actor.map(i16::from));
@@ -131,7 +145,6 @@ pub(crate) async fn create_match(
     let cols = EventColumns::new(events)?;
     let version = events.last().map_or(0, |e| e.seq);
     let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
-    let request = first_request(events);
     // One statement: the new rows are invisible to everyone else until it commits.
     let result = sqlx::query(
         "WITH m AS (
@@ -142,15 +155,13 @@ pub(crate) async fn create_match(
         ), s AS (
             INSERT INTO seats (match_id, seat) SELECT m.match_id, generate_series(0, $5 - 1)::smallint FROM m
         ), e AS (
-            INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
-            SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
-                e.prev_hash, e.hash
-            FROM m, UNNEST($12::bigint[], $13::text[], $14::smallint[], $15::text[], $16::text[],
-                $17::timestamptz[], $18::bytea[], $19::bytea[])
-                AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
-        ), r AS (
-            INSERT INTO requests (match_id, request_id, first_seq, last_seq)
-            SELECT m.match_id, $20, $21, $22 FROM m WHERE $20::text IS NOT NULL
+            INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
+                prev_hash, hash)
+            SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last,
+                e.payload::jsonb, e.at, e.prev_hash, e.hash
+            FROM m, UNNEST($12::bigint[], $13::text[], $14::smallint[], $15::text[], $16::bigint[],
+                $17::text[], $18::timestamptz[], $19::bytea[], $20::bytea[])
+                AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
         )
         SELECT 1",
     )
@@ -169,13 +180,11 @@ pub(crate) async fn create_match(
     .bind(&cols.kind)
     .bind(&cols.actor)
     .bind(&cols.request_id)
+    .bind(&cols.request_last)
     .bind(&cols.payload)
     .bind(&cols.at)
     .bind(&cols.prev_hash)
     .bind(&cols.hash)
-    .bind(request.as_ref().map(|r| r.0.clone()))
-    .bind(to_i64(request.as_ref().map_or(0, |r| r.1))?)
-    .bind(to_i64(version)?)
     .execute(&pg.pool)
     .await;
     match result {
@@ -189,13 +198,12 @@ pub(crate) async fn create_match(
 }
 
 pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
-    let row: Option<MatchRow> = sqlx::query_as(&format!(
-        "SELECT {MATCH_COLUMNS} FROM matches WHERE match_id = $1::uuid"
-    ))
-    .bind(id.to_string())
-    .fetch_optional(pool)
-    .await
-    .map_err(StoreError::from_sqlx)?;
+    let row: Option<MatchRow> =
+        sqlx::query_as(&format!("{MATCH_SELECT} WHERE m.match_id = $1::uuid"))
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(StoreError::from_sqlx)?;
     let row = row.ok_or(StoreError::NotFound(id))?;
     let seats: Vec<SeatRow> = sqlx::query_as(&format!(
         "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = $1::uuid ORDER BY seat"
@@ -222,10 +230,10 @@ pub(crate) async fn list_matches(
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
     let rows: Vec<MatchRow> = sqlx::query_as(&format!(
-        "SELECT {MATCH_COLUMNS} FROM matches
-         WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR kind = $2)
-           AND ($3::uuid IS NULL OR match_id > $3::uuid)
-         ORDER BY match_id LIMIT $4"
+        "{MATCH_SELECT}
+         WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
+           AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
+         ORDER BY m.match_id LIMIT $4"
     ))
     .bind(filter.status.map(|s| s.as_str()))
     .bind(filter.kind.as_deref())
@@ -247,9 +255,14 @@ pub(crate) async fn list_matches(
 
 async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<HeadRow, StoreError> {
     let row: Option<HeadRow> = sqlx::query_as(
-        "SELECT m.seat_count, m.version, m.last_hash, r.first_seq, r.last_seq
+        "SELECT m.seat_count, COALESCE(last.seq, m.version) AS version,
+             COALESCE(last.hash, m.last_hash) AS last_hash,
+             r.seq AS first_seq, r.request_last AS last_seq
          FROM matches m
-         LEFT JOIN requests r ON r.match_id = m.match_id AND r.request_id = $2
+         LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
+             WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true
+         LEFT JOIN events r ON r.match_id = m.match_id AND r.request_id = $2
+             AND r.request_last IS NOT NULL
          WHERE m.match_id = $1::uuid",
     )
     .bind(id.to_string())
@@ -330,9 +343,7 @@ pub(crate) async fn append(
     };
     // At most two writes: the second only if the first chained from a stale cached head.
     for _ in 0..2 {
-        if let Some(appended) =
-            write(pg, id, expected, &prev, events.clone(), update, request_id).await?
-        {
+        if let Some(appended) = write(pg, id, expected, &prev, events.clone(), update).await? {
             return Ok(appended);
         }
         pg.heads.forget(id);
@@ -346,52 +357,41 @@ pub(crate) async fn append(
     )))
 }
 
-/// The append statement without seat changes (most appends); see [`APPEND_WITH_SEATS`].
-const APPEND: &str = "WITH m AS (
-        UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
-            status = COALESCE($6, status)
-        WHERE match_id = $1::uuid AND version = $2 AND last_hash = $17 AND seat_count > $18
-        RETURNING match_id
-    ), e AS (
-        INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
-        SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
-            e.prev_hash, e.hash
-        FROM m, UNNEST($7::bigint[], $8::text[], $9::smallint[], $10::text[], $11::text[],
-            $12::timestamptz[], $13::bytea[], $14::bytea[])
-            AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
-    ), r AS (
-        INSERT INTO requests (match_id, request_id, first_seq, last_seq)
-        SELECT m.match_id, $15, $16, $3 FROM m WHERE $15::text IS NOT NULL
-    )
-    SELECT count(*) FROM m";
+/// The head check every append makes: the previous event exists with the hash the new events
+/// chain from, or there is none yet and the match row is still at version 0 with that hash.
+const HEAD_IS: &str =
+    "(EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2 AND hash = $3)
+        OR ($2 = 0 AND EXISTS (SELECT 1 FROM matches
+            WHERE match_id = $1::uuid AND version = 0 AND last_hash = $3)))";
 
-/// [`APPEND`] plus the seat changes, which only joins and leaves carry.
-const APPEND_WITH_SEATS: &str = "WITH m AS (
-        UPDATE matches SET version = $3, last_hash = $4, updated_at = $5,
-            status = COALESCE($6, status)
-        WHERE match_id = $1::uuid AND version = $2 AND last_hash = $17 AND seat_count > $18
+/// The events of an append, inserted if the head is as expected; see [`HEAD_IS`].
+const INSERT_EVENTS: &str =
+    "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
+        prev_hash, hash)
+    SELECT $1::uuid, e.seq, e.kind, e.actor, e.request_id, e.request_last, e.payload::jsonb, e.at,
+        e.prev_hash, e.hash
+    FROM UNNEST($4::bigint[], $5::text[], $6::smallint[], $7::text[], $8::bigint[], $9::text[],
+        $10::timestamptz[], $11::bytea[], $12::bytea[])
+        AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
+    WHERE ";
+
+/// The status and seat changes of an append, applied only if `h` holds a row: the inserted
+/// events, or for an append without events the match row when its head is as expected and no
+/// event follows it.
+const UPDATE_MATCH: &str = "m AS (
+        UPDATE matches SET updated_at = $13, status = COALESCE($14, status)
+        WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
         RETURNING match_id
-    ), e AS (
-        INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
-        SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.payload::jsonb, e.at,
-            e.prev_hash, e.hash
-        FROM m, UNNEST($7::bigint[], $8::text[], $9::smallint[], $10::text[], $11::text[],
-            $12::timestamptz[], $13::bytea[], $14::bytea[])
-            AS e(seq, kind, actor, request_id, payload, at, prev_hash, hash)
-    ), r AS (
-        INSERT INTO requests (match_id, request_id, first_seq, last_seq)
-        SELECT m.match_id, $15, $16, $3 FROM m WHERE $15::text IS NOT NULL
     ), s AS (
         UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot
-        FROM m, UNNEST($19::smallint[], $20::text[], $21::bytea[], $22::text[])
+        FROM m, UNNEST($16::smallint[], $17::text[], $18::bytea[], $19::text[])
             AS s(seat, player, token_hash, bot)
         WHERE seats.match_id = m.match_id AND seats.seat = s.seat
-    )
-    SELECT count(*) FROM m";
+    )";
 
-/// The single append statement: compare-and-set the match head, insert the events and the
-/// request id, update the seats. `None` when it wrote nothing (the head moved, a seat is out of
-/// range, or the request id or seq was taken by a concurrent writer).
+/// The single append statement: insert the events if the head is as expected, and with them
+/// the status and seat changes, if any. `None` when it wrote nothing (the head moved, a seat is
+/// out of range, or the request id or seq was taken by a concurrent writer).
 async fn write(
     pg: &Pg,
     id: MatchId,
@@ -399,7 +399,6 @@ async fn write(
     prev: &[u8; 32],
     events: Vec<NewEvent>,
     update: &MatchUpdate,
-    request_id: Option<&str>,
 ) -> Result<Option<Appended>, StoreError> {
     let stored = chain(id, expected, prev, events);
     let cols = EventColumns::new(&stored)?;
@@ -407,32 +406,54 @@ async fn write(
     let last_hash = stored.last().map_or(*prev, |e| e.hash);
     let seats = &update.seats;
     let max_seat = seats.iter().map(|s| i16::from(s.seat)).max().unwrap_or(-1);
-    let sql = if seats.is_empty() {
-        APPEND
+    let plain = update.status.is_none() && seats.is_empty() && !stored.is_empty();
+    let sql = if plain {
+        // Most appends: one INSERT, nothing else written.
+        format!("{INSERT_EVENTS}{HEAD_IS}")
+    } else if !stored.is_empty() {
+        format!(
+            "WITH h AS ({INSERT_EVENTS}{HEAD_IS}
+                AND EXISTS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15)
+                RETURNING seq
+            ), {UPDATE_MATCH}
+            SELECT count(*) FROM h"
+        )
     } else {
-        APPEND_WITH_SEATS
+        format!(
+            "WITH h AS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15
+                AND {HEAD_IS}
+                AND NOT EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2 + 1)
+                AND cardinality($4::bigint[]) = 0
+            ), {UPDATE_MATCH}
+            SELECT count(*) FROM m"
+        )
     };
-    let mut query = sqlx::query_scalar::<_, i64>(sql)
+    // Rows inserted into events, or for an append without events the match row updated.
+    let want = if stored.is_empty() {
+        1
+    } else {
+        stored.len() as u64
+    };
+    let query = sqlx::query(&sql)
         .bind(id.to_string())
         .bind(to_i64(expected)?)
-        .bind(to_i64(version)?)
-        .bind(last_hash.to_vec())
-        .bind(truncate_to_micros(Utc::now()))
-        .bind(update.status.map(|s| s.as_str()))
+        .bind(prev.to_vec())
         .bind(cols.seq)
         .bind(cols.kind)
         .bind(cols.actor)
         .bind(cols.request_id)
+        .bind(cols.request_last)
         .bind(cols.payload)
         .bind(cols.at)
         .bind(cols.prev_hash)
-        .bind(cols.hash)
-        .bind(request_id)
-        .bind(to_i64(expected + 1)?)
-        .bind(prev.to_vec())
-        .bind(max_seat);
-    if !seats.is_empty() {
-        query = query
+        .bind(cols.hash);
+    let result = if plain {
+        query.execute(&pg.pool).await.map(|r| r.rows_affected())
+    } else {
+        query
+            .bind(truncate_to_micros(Utc::now()))
+            .bind(update.status.map(|s| s.as_str()))
+            .bind(max_seat)
             .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
             .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
             .bind(
@@ -441,11 +462,14 @@ async fn write(
                     .map(|s| s.token_hash.map(|h| h.to_vec()))
                     .collect::<Vec<_>>(),
             )
-            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>());
-    }
-    let result = query.fetch_one(&pg.pool).await;
+            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
+            .fetch_one(&pg.pool)
+            .await
+            .and_then(|row| sqlx::Row::try_get::<i64, _>(&row, 0))
+            .map(|n| u64::try_from(n).unwrap_or(0))
+    };
     match result {
-        Ok(1) => {
+        Ok(n) if n == want => {
             pg.heads.put(id, version, last_hash);
             Ok(Some(Appended {
                 events: stored,
@@ -455,7 +479,7 @@ async fn write(
         Ok(_) => Ok(None),
         // Another writer committed the same request id or seq first.
         Err(e)
-            if is_unique_violation(&e, "requests_pkey")
+            if is_unique_violation(&e, "events_request")
                 || is_unique_violation(&e, "events_pkey") =>
         {
             Ok(None)
@@ -494,13 +518,12 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
         .map_err(StoreError::from_sqlx)?;
-    let row: Option<MatchRow> = sqlx::query_as(&format!(
-        "SELECT {MATCH_COLUMNS} FROM matches WHERE match_id = $1::uuid"
-    ))
-    .bind(id.to_string())
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(StoreError::from_sqlx)?;
+    let row: Option<MatchRow> =
+        sqlx::query_as(&format!("{MATCH_SELECT} WHERE m.match_id = $1::uuid"))
+            .bind(id.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(StoreError::from_sqlx)?;
     let row = row.ok_or(StoreError::NotFound(id))?;
     let seats: Vec<SeatRow> = sqlx::query_as(&format!(
         "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = $1::uuid ORDER BY seat"
@@ -556,7 +579,9 @@ pub(crate) async fn put_snapshot(
 ) -> Result<(), StoreError> {
     let result = sqlx::query(
         "INSERT INTO snapshots (match_id, seq, rules_version, state)
-         SELECT match_id, $2, $3, $4::jsonb FROM matches WHERE match_id = $1::uuid AND version >= $2
+         SELECT match_id, $2, $3, $4::jsonb FROM matches
+         WHERE match_id = $1::uuid AND (version >= $2
+             OR EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2))
          ON CONFLICT (match_id, seq) DO UPDATE
              SET rules_version = EXCLUDED.rules_version, state = EXCLUDED.state",
     )
