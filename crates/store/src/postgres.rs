@@ -375,6 +375,15 @@ const INSERT_EVENTS: &str =
         AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
     WHERE ";
 
+/// [`INSERT_EVENTS`] for a single event, bound as scalars: the commonest append, without
+/// the cost of building and unnesting arrays.
+const INSERT_EVENT: &str =
+    "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
+        prev_hash, hash)
+    SELECT $1::uuid, $4::bigint, $5::text, $6::smallint, $7::text, $8::bigint, $9::text::jsonb,
+        $10::timestamptz, $11::bytea, $12::bytea
+    WHERE ";
+
 /// The status and seat changes of an append, applied only if `h` holds a row: the inserted
 /// events, or for an append without events the match row when its head is as expected and no
 /// event follows it.
@@ -434,6 +443,25 @@ async fn write(
     } else {
         stored.len() as u64
     };
+    if let (true, [ev]) = (plain, stored.as_slice()) {
+        let result = sqlx::query(&format!("{INSERT_EVENT}{HEAD_IS}"))
+            .bind(id.to_string())
+            .bind(to_i64(expected)?)
+            .bind(prev.to_vec())
+            .bind(to_i64(ev.seq)?)
+            .bind(&ev.kind)
+            .bind(ev.actor.map(i16::from))
+            .bind(&ev.request_id)
+            .bind(cols.request_last[0])
+            .bind(&cols.payload[0])
+            .bind(ev.at)
+            .bind(ev.prev_hash.to_vec())
+            .bind(ev.hash.to_vec())
+            .execute(&pg.pool)
+            .await
+            .map(|r| r.rows_affected());
+        return finish(pg, id, version, last_hash, stored, result, want);
+    }
     let query = sqlx::query(&sql)
         .bind(id.to_string())
         .bind(to_i64(expected)?)
@@ -468,6 +496,20 @@ async fn write(
             .and_then(|row| sqlx::Row::try_get::<i64, _>(&row, 0))
             .map(|n| u64::try_from(n).unwrap_or(0))
     };
+    finish(pg, id, version, last_hash, stored, result, want)
+}
+
+/// The outcome of an append statement that wrote `result` rows where it should have written
+/// `want`; see [`write`].
+fn finish(
+    pg: &Pg,
+    id: MatchId,
+    version: u64,
+    last_hash: [u8; 32],
+    stored: Vec<StoredEvent>,
+    result: Result<u64, sqlx::Error>,
+    want: u64,
+) -> Result<Option<Appended>, StoreError> {
     match result {
         Ok(n) if n == want => {
             pg.heads.put(id, version, last_hash);
