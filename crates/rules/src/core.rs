@@ -189,6 +189,12 @@ pub trait Game:
     /// A new match for `seats` players, all randomness drawn from `seed`.
     fn setup(config: &Self::Config, seats: u8, seed: Seed) -> Result<Self, SetupError>;
 
+    /// What setup itself told the table (a first deal, a first draw), as observations, for a
+    /// state fresh from [`Game::setup`]. Histories start with these. Empty by default.
+    fn setup_observations(&self) -> Vec<Observation<Self::Event>> {
+        Vec::new()
+    }
+
     /// The number of seats.
     fn seats(&self) -> u8;
 

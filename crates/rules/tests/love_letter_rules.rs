@@ -1187,3 +1187,56 @@ fn the_seed_001_example_round_plays_out_as_written() {
         "Ana, the winner, starts the next round"
     );
 }
+
+#[test]
+fn the_first_deal_is_told_to_each_seat_alone() {
+    // Set aside 8♥; seat 1 plays first and is dealt 2♠, seat 2 gets 3♠, seat 0 gets 4♠; the
+    // deck's top card, 5♠, is seat 1's first draw.
+    let g = table_of(Edition::V2019, 3, 1, "8♥ 2♠ 3♠ 4♠ 5♠");
+    let obs = g.setup_observations();
+    assert_eq!(
+        seen_by(&obs, Viewer::Spectator),
+        vec![
+            Event::RoundStarted {
+                round: 1,
+                first_player: 1,
+                face_up: vec![],
+            },
+            Event::TurnStarted { seat: 1 },
+        ]
+    );
+    assert_eq!(
+        seen_by(&obs, Viewer::Seat(1)),
+        vec![
+            Event::RoundStarted {
+                round: 1,
+                first_player: 1,
+                face_up: vec![],
+            },
+            Event::Dealt {
+                seat: 1,
+                card: c("2♠"),
+            },
+            Event::TurnStarted { seat: 1 },
+            Event::Drew {
+                seat: 1,
+                card: c("5♠"),
+            },
+        ]
+    );
+    assert_eq!(
+        seen_by(&obs, Viewer::Seat(0)),
+        vec![
+            Event::RoundStarted {
+                round: 1,
+                first_player: 1,
+                face_up: vec![],
+            },
+            Event::Dealt {
+                seat: 0,
+                card: c("4♠"),
+            },
+            Event::TurnStarted { seat: 1 },
+        ]
+    );
+}

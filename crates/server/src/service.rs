@@ -910,8 +910,13 @@ impl Service {
         for seat in &mut past.seats {
             seat.player = None;
         }
+        let mut opening = Some(state.setup_observations());
         for event in self.store.read_events(record.id, 0, u32::MAX).await? {
-            let observations = fold(state.as_mut(), &event)?;
+            // The first deal happened at creation: it belongs to the `created` event.
+            let observations = match (event.kind.as_str(), opening.take()) {
+                (kinds::CREATED, Some(opening)) => opening,
+                _ => fold(state.as_mut(), &event)?,
+            };
             advance_record(&mut past, &event, state.as_ref())?;
             if event.seq > after {
                 f(&event, &observations, state.as_ref(), &past)?;
@@ -934,11 +939,18 @@ impl Service {
             entry: Some(entry),
         };
         Ok(match event.kind.as_str() {
-            kinds::CREATED => vec![entry(Entry::Created(Self::created(
+            kinds::CREATED => std::iter::once(entry(Entry::Created(Self::created(
                 game,
                 &event.payload,
                 false,
-            )?))],
+            )?)))
+            .chain(
+                observations
+                    .iter()
+                    .filter(|o| o.audience.includes(viewer))
+                    .map(|o| entry(Entry::Game(o.event.clone()))),
+            )
+            .collect(),
             kinds::JOINED => vec![entry(Entry::Joined(pb::PlayerJoined {
                 seat: payload_seat(event)?.into(),
                 player: event.payload["player"]

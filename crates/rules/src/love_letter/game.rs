@@ -672,6 +672,30 @@ impl Game for LoveLetter {
         Ok(game)
     }
 
+    /// The first round's deal and the first player's draw, as `setup` made them: the same
+    /// observations a later round's deal gives, rebuilt from the fresh state.
+    fn setup_observations(&self) -> Vec<Observation<Event>> {
+        let mut obs = vec![Observation::public(Event::RoundStarted {
+            round: self.round,
+            first_player: self.turn,
+            face_up: self.face_up.clone(),
+        })];
+        for seat in 0..self.seat_count() {
+            if let Some(&card) = self.players[seat as usize].hand.first() {
+                obs.push(Observation::to_seat(seat, Event::Dealt { seat, card }));
+            }
+        }
+        let first = self.turn;
+        obs.push(Observation::public(Event::TurnStarted { seat: first }));
+        if let Some(&card) = self.players[first as usize].hand.get(1) {
+            obs.push(Observation::to_seat(
+                first,
+                Event::Drew { seat: first, card },
+            ));
+        }
+        obs
+    }
+
     fn seats(&self) -> u8 {
         self.seat_count()
     }

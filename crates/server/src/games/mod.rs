@@ -87,6 +87,8 @@ pub trait MatchState: Send + Sync + Debug {
         seat: Seat,
         action: &Value,
     ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal>;
+    /// What setup told the table; see [`missive_rules::Game::setup_observations`].
+    fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>>;
     fn awaiting(&self) -> SeatSet;
     fn legal_actions(&self, seat: Seat) -> Vec<pb::GameAction>;
     fn view(&self, viewer: Viewer) -> pb::GameView;
@@ -189,6 +191,18 @@ impl<G: ProtoGame> GameKind for Adapter<G> {
     }
 }
 
+fn observations_to_proto<G: ProtoGame>(
+    observations: &[Observation<G::Event>],
+) -> Vec<Observation<pb::GameEvent>> {
+    observations
+        .iter()
+        .map(|o| Observation {
+            audience: o.audience,
+            event: G::event_to_proto(&o.event),
+        })
+        .collect()
+}
+
 impl<G: ProtoGame> MatchState for State<G> {
     fn boxed_clone(&self) -> Box<dyn MatchState> {
         Box::new(self.clone())
@@ -207,13 +221,11 @@ impl<G: ProtoGame> MatchState for State<G> {
             rule: e.code(),
             message: e.to_string(),
         })?;
-        Ok(observations
-            .iter()
-            .map(|o| Observation {
-                audience: o.audience,
-                event: G::event_to_proto(&o.event),
-            })
-            .collect())
+        Ok(observations_to_proto::<G>(&observations))
+    }
+
+    fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>> {
+        observations_to_proto::<G>(&self.0.setup_observations())
     }
 
     fn awaiting(&self) -> SeatSet {

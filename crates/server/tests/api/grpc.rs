@@ -180,10 +180,11 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
                         Some(c.seat_count as u8),
                     )
                     .expect("options");
-                state = Some(
-                    game.setup(&parsed.config, c.seat_count as u8, seed)
-                        .expect("setup"),
-                );
+                let fresh = game
+                    .setup(&parsed.config, c.seat_count as u8, seed)
+                    .expect("setup");
+                observations = fresh.setup_observations();
+                state = Some(fresh);
                 created = Some(c.clone());
             }
             Some(pb::audit_event::Body::Action(a)) => {
