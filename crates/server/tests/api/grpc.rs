@@ -205,20 +205,26 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
     steps
 }
 
+/// A finished match's full log, as a spectator may fetch it.
+async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
+    client
+        .get_history(pb::GetHistoryRequest {
+            match_id: match_id.to_owned(),
+            seat: None,
+        })
+        .await
+        .expect("history")
+        .into_inner()
+        .audit
+        .expect("the full log once the match is over")
+}
+
 #[tokio::test]
 async fn no_view_or_history_shows_a_seat_what_the_rules_hide_from_it() {
     let app = spawn_app(Backend::Postgres).await;
     let mut client = app.grpc().await;
     let played = play_over_grpc(&mut client, 3).await;
-    let history = client
-        .get_history(pb::GetHistoryRequest {
-            match_id: played.match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("history")
-        .into_inner();
-    let log = history.audit.expect("the full log once the match is over");
+    let log = audit_log(&mut client, &played.match_id).await;
     let steps = replay(&log);
     let at: HashMap<u64, &Box<dyn MatchState>> =
         steps.iter().map(|(seq, s, _)| (*seq, s)).collect();
@@ -296,15 +302,7 @@ async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state()
     let app = spawn_app(Backend::Postgres).await;
     let mut client = app.grpc().await;
     let played = play_over_grpc(&mut client, 4).await;
-    let history = client
-        .get_history(pb::GetHistoryRequest {
-            match_id: played.match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("history")
-        .into_inner();
-    let log = history.audit.expect("the audit log");
+    let log = audit_log(&mut client, &played.match_id).await;
     let info = client
         .get_match(pb::GetMatchRequest {
             match_id: played.match_id.clone(),
