@@ -8,6 +8,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         root.join("missive/v1/missive.proto"),
         root.join("missive/v1/love_letter.proto"),
+        root.join("missive/v1/lopti.proto"),
+        root.join("missive/v1/amori.proto"),
     ];
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let descriptors = out.join("missive_descriptor.bin");
