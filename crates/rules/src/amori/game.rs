@@ -15,8 +15,8 @@ use super::data::{
 };
 use super::ids::{CardId, DaughterId, EventCardId, GentlemanId};
 use super::types::{
-    Action, ActiveDaughter, Bride, Config, Error, Event, LocationDeckView, Medal, Phase,
-    PlayerView, Scoring, View,
+    Action, ActiveDaughter, Bride, Config, DeckSize, Error, Event, LocationDeckView, Medal, Phase,
+    PlayerView, Scoring, SeatSetup, View,
 };
 
 type Obs = Vec<Observation<Event>>;
@@ -190,6 +190,56 @@ impl Game for Amori {
             married_this_turn: false,
             final_round: false,
         })
+    }
+
+    /// The public layout of the table, then each seat's opening hand to that seat alone, then
+    /// the first turn.
+    fn setup_observations(&self) -> Obs {
+        let seats = self
+            .players
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let d = p.active.as_ref()?;
+                Some(SeatSetup {
+                    seat: i as Seat,
+                    daughter: d.daughter,
+                    attributes: d.attributes,
+                    face_down: p.face_down.len(),
+                    hand_size: p.hand.len(),
+                })
+            })
+            .collect();
+        let location_decks = Location::ALL
+            .iter()
+            .map(|&location| DeckSize {
+                location,
+                size: self.location_decks[location.index()].len(),
+            })
+            .collect();
+        let mut obs = vec![Observation::public(Event::SetUp {
+            starting_player: self.starting_player,
+            seats,
+            location_decks,
+            main_deck_size: self.main_deck.len(),
+            event_deck_size: self.event_deck.len(),
+            removed: self.removed.clone(),
+        })];
+        for (i, p) in self.players.iter().enumerate() {
+            let seat = i as Seat;
+            obs.push(Observation::to_seat(
+                seat,
+                Event::HandDealt {
+                    seat,
+                    cards: p.hand.clone(),
+                },
+            ));
+        }
+        obs.push(Observation::public(Event::TurnStarted {
+            seat: self.current,
+            turn: self.turn,
+        }));
+        obs
     }
 
     fn seats(&self) -> u8 {

@@ -60,6 +60,6 @@ pub use self::data::{Attribute, Attributes, Die, DieFace, Location};
 pub use self::game::Amori;
 pub use self::ids::{CardId, DaughterId, EventCardId, EventKind, GentlemanId, ParseIdError};
 pub use self::types::{
-    Action, ActiveDaughter, Bride, Config, Error, Event, LocationDeckView, Medal, Phase,
-    PlayerView, Scoring, View,
+    Action, ActiveDaughter, Bride, Config, DeckSize, Error, Event, LocationDeckView, Medal, Phase,
+    PlayerView, Scoring, SeatSetup, View,
 };

@@ -261,6 +261,79 @@ fn setup_takes_two_to_four_players_and_a_valid_starting_player() {
     assert_eq!(starts.len(), 4, "a random start reaches every seat");
 }
 
+#[test]
+fn setup_tells_each_seat_its_own_hand_and_everyone_the_public_table() {
+    for seats in [2u8, 3, 4] {
+        let g = Amori::setup(&Config::default(), seats, Seed::from_u64(u64::from(seats))).unwrap();
+        let obs = g.setup_observations();
+        let seen = |viewer: Viewer| -> Vec<Event> {
+            obs.iter()
+                .filter(|o| o.audience.includes(viewer))
+                .map(|o| o.event.clone())
+                .collect()
+        };
+        let public = seen(Viewer::Spectator);
+        assert_eq!(public.len(), 2, "the layout and the first turn");
+        let Event::SetUp {
+            starting_player,
+            seats: tables,
+            location_decks,
+            main_deck_size,
+            event_deck_size,
+            removed,
+        } = &public[0]
+        else {
+            panic!("the layout comes first: {public:?}");
+        };
+        assert_eq!(*starting_player, g.starting_player);
+        assert_eq!(tables.len(), usize::from(seats));
+        for (i, t) in tables.iter().enumerate() {
+            let d = g.players[i].active.as_ref().unwrap();
+            assert_eq!(
+                (t.seat, t.daughter, t.attributes),
+                (i as Seat, d.daughter, d.attributes)
+            );
+            assert_eq!((t.face_down, t.hand_size), (2, 2));
+        }
+        let sizes: Vec<usize> = location_decks.iter().map(|d| d.size).collect();
+        assert_eq!(sizes, [3, 7, 2, 3, 5, 0]);
+        assert_eq!(*main_deck_size, g.main_deck.len());
+        assert_eq!(*event_deck_size, 46 - 2 * usize::from(seats));
+        assert_eq!(removed.len(), if seats == 2 { 12 } else { 0 });
+        assert_eq!(
+            public[1],
+            Event::TurnStarted {
+                seat: g.starting_player,
+                turn: 1
+            }
+        );
+
+        for seat in 0..seats {
+            let mine = seen(Viewer::Seat(seat));
+            let hands: Vec<&Event> = mine
+                .iter()
+                .filter(|e| matches!(e, Event::HandDealt { .. }))
+                .collect();
+            assert_eq!(
+                hands,
+                [&Event::HandDealt {
+                    seat,
+                    cards: g.players[usize::from(seat)].hand.clone(),
+                }],
+                "seat {seat} learns its own hand and no other"
+            );
+            assert_eq!(mine.len(), public.len() + 1);
+        }
+        // Each hand goes to its seat alone, and nothing else setup says is private.
+        for o in &obs {
+            match &o.event {
+                Event::HandDealt { seat, .. } => assert_eq!(o.audience, Audience::seat(*seat)),
+                _ => assert_eq!(o.audience, Audience::Everyone),
+            }
+        }
+    }
+}
+
 // ---- moving ------------------------------------------------------------------------------
 
 #[test]

@@ -98,6 +98,19 @@ pub enum Phase {
     rename_all_fields = "kebab-case"
 )]
 pub enum Event {
+    /// The table as setup laid it out, told to everyone before the first move: who starts,
+    /// each seat's face-up daughter, the size of every deck, and (with two players) the brown
+    /// gentleman cards left in the box. Face-down daughters and every deck's order stay hidden.
+    SetUp {
+        starting_player: Seat,
+        seats: Vec<SeatSetup>,
+        location_decks: Vec<DeckSize>,
+        main_deck_size: usize,
+        event_deck_size: usize,
+        removed: Vec<CardId>,
+    },
+    /// Private to `seat`: its opening event hand.
+    HandDealt { seat: Seat, cards: Vec<EventCardId> },
     /// `seat`'s turn begins.
     TurnStarted { seat: Seat, turn: u32 },
     /// `seat`'s daughter moved to `location`.
@@ -183,6 +196,27 @@ pub enum Event {
     FinalRound { seat: Seat },
     /// The match is over.
     GameOver { scoring: Scoring },
+}
+
+/// One seat's table as setup laid it out, as everyone sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SeatSetup {
+    pub seat: Seat,
+    /// The face-up daughter, at her starting values.
+    pub daughter: DaughterId,
+    pub attributes: Attributes,
+    /// How many daughters wait face down.
+    pub face_down: usize,
+    /// How many event cards the seat was dealt.
+    pub hand_size: usize,
+}
+
+/// How many cards one location's gentleman deck holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeckSize {
+    pub location: Location,
+    pub size: usize,
 }
 
 /// A refused action. None reveals anything hidden from the acting seat.

@@ -1,5 +1,6 @@
 //! End-to-end tests: the real `missive` binary on free ports, driven over gRPC and HTTP/JSON.
 
+mod amori;
 mod grpc;
 mod helpers;
 mod http;
