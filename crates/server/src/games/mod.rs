@@ -6,6 +6,7 @@
 //! service never names a game: it dispatches on the stable kind (`love-letter`) stored with
 //! every match, or on the oneof field set in a request.
 
+pub mod lopti;
 pub mod love_letter;
 
 use std::collections::HashMap;
@@ -265,6 +266,8 @@ impl Registry {
         let love_letter: Arc<dyn GameKind> =
             Arc::new(Adapter::<missive_rules::love_letter::LoveLetter>::default());
         games.insert(love_letter.kind(), love_letter);
+        let lopti: Arc<dyn GameKind> = Arc::new(Adapter::<missive_rules::lopti::Lopti>::default());
+        games.insert(lopti.kind(), lopti);
         Registry { games }
     }
 
