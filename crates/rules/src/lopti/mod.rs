@@ -119,6 +119,10 @@ impl Game for Lopti {
         Lopti::new(config, seats, seed)
     }
 
+    fn setup_observations(&self) -> Vec<Observation<Event>> {
+        Lopti::setup_observations(self)
+    }
+
     fn seats(&self) -> u8 {
         self.seat_count()
     }

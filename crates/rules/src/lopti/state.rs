@@ -226,6 +226,18 @@ impl Lopti {
         Ok(state)
     }
 
+    /// What setup told the table: only that the first hand began. Setup opens the first
+    /// hand's proposal window and deals nothing (the deal follows the Rule Vote), and a fresh
+    /// session has no scheduled change, so this is exactly what `begin_hand` said at setup.
+    /// Carried rules are part of the public options and every view, not news.
+    pub(super) fn setup_observations(&self) -> Obs {
+        vec![Observation::public(Event::HandStarted {
+            hand: self.hand,
+            dealer: self.dealer(),
+            opener: self.opener(),
+        })]
+    }
+
     pub(super) fn seat_count(&self) -> u8 {
         self.seat_count
     }

@@ -7,6 +7,7 @@
 //! every match, or on the oneof field set in a request.
 
 pub mod amori;
+pub mod lopti;
 pub mod love_letter;
 
 use std::collections::HashMap;
@@ -268,6 +269,8 @@ impl Registry {
         games.insert(love_letter.kind(), love_letter);
         let amori: Arc<dyn GameKind> = Arc::new(Adapter::<missive_rules::amori::Amori>::default());
         games.insert(amori.kind(), amori);
+        let lopti: Arc<dyn GameKind> = Arc::new(Adapter::<missive_rules::lopti::Lopti>::default());
+        games.insert(lopti.kind(), lopti);
         Registry { games }
     }
 

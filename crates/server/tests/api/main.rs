@@ -4,3 +4,4 @@ mod amori;
 mod grpc;
 mod helpers;
 mod http;
+mod lopti;
