@@ -58,11 +58,19 @@ pub fn stored_event(
             if let Some(secs) = c.turn_timeout_secs {
                 payload["turn_timeout_secs"] = json!(secs);
             }
+            if !c.bots.is_empty() {
+                payload["bots"] = c
+                    .bots
+                    .iter()
+                    .map(|b| json!({ "seat": b.seat, "strategy": b.strategy }))
+                    .collect();
+            }
             payload
         }
         Some(Body::Joined(j)) => json!({ "seat": j.seat, "player": j.player }),
         Some(Body::Left(l)) => json!({ "seat": l.seat }),
-        Some(Body::Action(a)) => {
+        Some(Body::Action(pb::ActionTaken { seat, action }))
+        | Some(Body::TimedOut(pb::TurnTimedOut { seat, action })) => {
             let created = created.ok_or_else(|| bad(seq, "action before creation"))?;
             let options = created
                 .options
@@ -72,11 +80,11 @@ pub fn stored_event(
             let (game, _) = registry
                 .parse_options(options, Some(seats))
                 .map_err(|e| bad(seq, e.to_string()))?;
-            let action = a.action.as_ref().ok_or_else(|| bad(seq, "no action"))?;
+            let action = action.as_ref().ok_or_else(|| bad(seq, "no action"))?;
             let action = game
                 .parse_action(action)
                 .map_err(|e| bad(seq, e.to_string()))?;
-            json!({ "seat": a.seat, "action": action })
+            json!({ "seat": seat, "action": action })
         }
         None => Value::Null,
     };
@@ -132,7 +140,8 @@ pub fn verify(
                 );
                 created = Some(c.clone());
             }
-            (Some(pb::audit_event::Body::Action(_)), kinds::ACTION) => {
+            (Some(pb::audit_event::Body::Action(_)), kinds::ACTION)
+            | (Some(pb::audit_event::Body::TimedOut(_)), kinds::TIMEOUT) => {
                 let state = state
                     .as_mut()
                     .ok_or_else(|| bad(seq, "action before creation"))?;

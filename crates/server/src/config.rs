@@ -57,9 +57,27 @@ pub struct Config {
     /// Matches kept in memory.
     #[arg(long, env = "MISSIVE_CACHE_CAPACITY", default_value_t = 10_000)]
     pub cache_capacity: usize,
+
+    /// Milliseconds between two looks for passed turn deadlines (bot turns this server
+    /// creates are played at once).
+    #[arg(long, env = "MISSIVE_TURN_POLL_MS", default_value_t = 250)]
+    pub turn_poll_ms: u64,
+
+    /// Seconds a server holds a claimed turn before another may claim it again (if the first
+    /// died while playing it).
+    #[arg(long, env = "MISSIVE_TURN_LEASE_SECS", default_value_t = 30)]
+    pub turn_lease_secs: u64,
 }
 
 impl Config {
+    pub fn turn_poll(&self) -> Duration {
+        Duration::from_millis(self.turn_poll_ms.max(1))
+    }
+
+    pub fn turn_lease(&self) -> Duration {
+        Duration::from_secs(self.turn_lease_secs.max(1))
+    }
+
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs.max(1))
     }
@@ -101,6 +119,8 @@ impl std::fmt::Debug for Config {
             .field("snapshot_every", &self.snapshot_every)
             .field("db_max_connections", &self.db_max_connections)
             .field("cache_capacity", &self.cache_capacity)
+            .field("turn_poll_ms", &self.turn_poll_ms)
+            .field("turn_lease_secs", &self.turn_lease_secs)
             .finish()
     }
 }

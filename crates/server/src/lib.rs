@@ -1,19 +1,22 @@
 //! The Missive server: gRPC and HTTP/JSON over the rules engines and the event store.
 //!
-//! [`run`] starts both transports on already-bound listeners and serves until the shutdown
-//! future resolves; `main` only parses the configuration, sets up logging and binds.
+//! [`run`] starts both transports on already-bound listeners, and the turn worker
+//! ([`turns`]), and serves until the shutdown future resolves; `main` only parses the
+//! configuration, sets up logging and binds.
 //!
 //! **Architecture invariant:** protobuf types stay at the edge. The service core speaks the
 //! API's messages; rules types are mapped to and from them only in [`games`].
 
 pub mod audit;
 pub mod auth;
+pub mod bots;
 pub mod config;
 pub mod error;
 pub mod games;
 pub mod grpc;
 pub mod metrics;
 pub mod service;
+pub mod turns;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -80,11 +83,18 @@ pub async fn run(
         grpc,
         stopped(),
     ));
+    let turns_task = tokio::spawn(turns::run(
+        service.clone(),
+        config.turn_poll(),
+        config.turn_lease(),
+        stopped(),
+    ));
     let http_task = tokio::spawn(http::serve(config, service, http, stopped()));
     let servers = async {
-        let (g, h) = tokio::join!(grpc_task, http_task);
+        let (g, h, t) = tokio::join!(grpc_task, http_task, turns_task);
         g.context("gRPC task")??;
         h.context("HTTP task")??;
+        t.context("turn worker")?;
         anyhow::Ok(())
     };
     // Watch streams stay open for as long as their clients like; give in-flight requests a

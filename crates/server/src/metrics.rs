@@ -23,6 +23,8 @@ struct Histogram {
 static REQUESTS: Mutex<BTreeMap<(String, String, String), Histogram>> = Mutex::new(BTreeMap::new());
 static ERRORS: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
 static ACTS: AtomicU64 = AtomicU64::new(0);
+static BOT_MOVES: AtomicU64 = AtomicU64::new(0);
+static TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 
 /// One finished request: `transport` is `grpc` or `http`, `route` the method or path pattern.
 pub fn record_request(transport: &str, route: &str, status: &str, elapsed: Duration) {
@@ -52,6 +54,12 @@ pub fn record_error(code: &'static str) {
 /// An accepted action.
 pub fn record_act() {
     ACTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A turn this server played for a seat: `bot` or `timeout`.
+pub fn record_turn(kind: &str) {
+    let counter = if kind == "bot" { &BOT_MOVES } else { &TIMEOUTS };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Everything, in the Prometheus text format.
@@ -98,6 +106,17 @@ pub fn render() -> String {
         "# HELP missive_acts_total Actions accepted.\n# TYPE missive_acts_total counter\n",
     );
     let _ = writeln!(out, "missive_acts_total {}", ACTS.load(Ordering::Relaxed));
+    out.push_str("# HELP missive_turns_played_total Turns this server played for a seat: bot moves and default actions of passed deadlines.\n# TYPE missive_turns_played_total counter\n");
+    let _ = writeln!(
+        out,
+        "missive_turns_played_total{{kind=\"bot\"}} {}",
+        BOT_MOVES.load(Ordering::Relaxed)
+    );
+    let _ = writeln!(
+        out,
+        "missive_turns_played_total{{kind=\"timeout\"}} {}",
+        TIMEOUTS.load(Ordering::Relaxed)
+    );
     out.push_str("# HELP missive_errors_total Errors returned, by gRPC code.\n# TYPE missive_errors_total counter\n");
     for (code, n) in ERRORS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let _ = writeln!(out, "missive_errors_total{{code=\"{code}\"}} {n}");

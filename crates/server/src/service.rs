@@ -7,22 +7,28 @@
 //! with the expected version → update the cache → notify watchers. The cache never serves a
 //! stale version: every use first asks the store for the match's version and folds in any
 //! events it missed (another replica may have appended them).
+//!
+//! The server's own moves take the same path: a bot's choice (from its seat's view only) and a
+//! passed deadline's default action (a `timeout` event) are played by [`Service::play_turn`].
+//! Every append of a match with a turn timeout or bots also rewrites its pending turns, in the
+//! same store write.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use missive_proto::v1 as pb;
-use missive_rules::{Observation, Viewer};
+use missive_rules::{Observation, SeatSet, Viewer};
 use missive_store::{
-    MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, SeatRecord,
-    Snapshot, Store, StoreError, StoredEvent,
+    MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, PendingTurn,
+    SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::{OwnedMutexGuard, broadcast, mpsc};
 
 use crate::auth;
+use crate::bots;
 use crate::error::{ApiError, ApiResult};
 use crate::games::{GameKind, MatchState, Registry};
 
@@ -32,10 +38,15 @@ pub mod kinds {
     pub const JOINED: &str = "joined";
     pub const ACTION: &str = "action";
     pub const LEFT: &str = "left";
+    /// A turn deadline passed and the server played the default action for the seat.
+    pub const TIMEOUT: &str = "timeout";
 }
 
 const MAX_REQUEST_ID: usize = 128;
 const MAX_PLAYER_NAME: usize = 64;
+/// Request ids of the server's own moves (`bot:<version>:<seat>`, `timeout:<version>:<seat>`),
+/// refused from clients.
+const SERVER_REQUEST_PREFIXES: [&str; 2] = ["bot:", "timeout:"];
 /// How often an act or join retries after losing a race to another writer.
 const APPEND_ATTEMPTS: usize = 5;
 
@@ -95,6 +106,28 @@ pub struct Service {
     watchers: Mutex<HashMap<MatchId, broadcast::Sender<Arc<Update>>>>,
     /// Set once the server stops: watch streams end so connections can drain.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Woken when this server wrote pending turns, so the turn worker claims bot turns at
+    /// once instead of at its next poll.
+    turns_written: tokio::sync::Notify,
+}
+
+/// Who acts: a caller with a seat token (and the seat the request names, if any), or this
+/// server for a seat (a bot's turn, or a turn deadline that passed).
+#[derive(Debug, Clone, Copy)]
+enum By<'a> {
+    Caller(&'a Caller, Option<u32>),
+    Server(u8),
+}
+
+/// What is played.
+#[derive(Debug, Clone, Copy)]
+enum Play<'a> {
+    /// The caller's action.
+    Action(&'a pb::GameAction),
+    /// What the bot with this strategy chooses from the seat's view.
+    Bot(&'a str),
+    /// The game's default action for the seat, recorded as a timeout.
+    Timeout,
 }
 
 fn parse_id(id: &str) -> ApiResult<MatchId> {
@@ -157,7 +190,22 @@ fn advance_record(
                 record.status = MatchStatus::Abandoned;
             }
         }
-        kinds::ACTION if state.outcome().is_some() => record.status = MatchStatus::Finished,
+        kinds::CREATED => {
+            for bot in event.payload["bots"].as_array().into_iter().flatten() {
+                let seat = bot["seat"].as_u64().and_then(|s| usize::try_from(s).ok());
+                let strategy = bot["strategy"].as_str().unwrap_or_default();
+                if let Some(s) = seat.and_then(|seat| record.seats.get_mut(seat)) {
+                    s.player = Some(bots::player_name(strategy));
+                    s.bot = Some(strategy.to_owned());
+                }
+            }
+            if record.seats.iter().all(|s| s.player.is_some()) {
+                record.status = MatchStatus::Active;
+            }
+        }
+        kinds::ACTION | kinds::TIMEOUT if state.outcome().is_some() => {
+            record.status = MatchStatus::Finished;
+        }
         _ => {}
     }
     record.version = event.seq;
@@ -170,7 +218,7 @@ fn fold(
     state: &mut dyn MatchState,
     event: &StoredEvent,
 ) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
-    if event.kind != kinds::ACTION {
+    if event.kind != kinds::ACTION && event.kind != kinds::TIMEOUT {
         return Ok(Vec::new());
     }
     let seat = payload_seat(event)?;
@@ -184,6 +232,59 @@ fn fold(
         })
 }
 
+/// The pending turns of a match with these seats and turn timeout once it has `status` and
+/// `state` after an event at `at`: every
+/// awaited seat played by a bot (due at once) or, when the match has a turn timeout, by a
+/// human (due `at` + the timeout). `before` is who was awaited before the event and `actor` the
+/// seat that acted in it: a seat awaited before and after that did not act keeps its deadline.
+/// `None` for a match with neither deadlines nor bots, whose appends then write no turns.
+fn pending_turns(
+    record: (&[SeatRecord], Option<u32>),
+    status: MatchStatus,
+    state: &dyn MatchState,
+    before: SeatSet,
+    actor: Option<u8>,
+    at: DateTime<Utc>,
+) -> Option<Vec<PendingTurn>> {
+    let (seats, turn_timeout_secs) = record;
+    if turn_timeout_secs.is_none() && seats.iter().all(|s| s.bot.is_none()) {
+        return None;
+    }
+    if status != MatchStatus::Active {
+        return Some(Vec::new());
+    }
+    let timeout = turn_timeout_secs.map(|secs| chrono::Duration::seconds(i64::from(secs)));
+    Some(
+        state
+            .awaiting()
+            .iter()
+            .filter_map(|seat| {
+                let bot = seats.get(usize::from(seat))?.bot.clone();
+                let due_at = match (&bot, timeout) {
+                    (Some(_), _) => at,
+                    (None, Some(timeout)) => at + timeout,
+                    (None, None) => return None,
+                };
+                Some(PendingTurn {
+                    seat,
+                    due_at,
+                    bot,
+                    continues: before.contains(seat) && actor != Some(seat),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Who the game awaited in a match with this status: nobody until it starts.
+fn awaited(status: MatchStatus, state: &dyn MatchState) -> SeatSet {
+    if status == MatchStatus::Active {
+        state.awaiting()
+    } else {
+        SeatSet::EMPTY
+    }
+}
+
 impl Service {
     pub fn new(store: Store, settings: Settings) -> Self {
         Service {
@@ -193,6 +294,18 @@ impl Service {
             cache: Mutex::new(HashMap::new()),
             watchers: Mutex::new(HashMap::new()),
             stopping: tokio::sync::watch::Sender::new(false),
+            turns_written: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Resolves after this server wrote pending turns (at once if it did since the last call).
+    pub async fn turns_written(&self) {
+        self.turns_written.notified().await;
+    }
+
+    fn wrote_turns(&self, turns: Option<&Vec<PendingTurn>>) {
+        if turns.is_some_and(|t| !t.is_empty()) {
+            self.turns_written.notify_one();
         }
     }
 
@@ -337,6 +450,7 @@ impl Service {
                     seat: s.seat.into(),
                     taken: s.player.is_some(),
                     player: s.player.clone().unwrap_or_default(),
+                    bot: s.bot.is_some(),
                 })
                 .collect(),
             options: Some(game.options_to_proto(&record.config, over)?),
@@ -422,8 +536,66 @@ impl Service {
         if let Some(secs) = req.turn_timeout_secs {
             payload["turn_timeout_secs"] = json!(secs);
         }
+        let mut bot_seats = std::collections::BTreeMap::new();
+        for bot in &req.bots {
+            let seat = u8::try_from(bot.seat)
+                .ok()
+                .filter(|s| *s < seats)
+                .ok_or_else(|| {
+                    ApiError::invalid(format!(
+                        "bot seat {} does not exist (seats 0 to {})",
+                        bot.seat,
+                        seats - 1
+                    ))
+                })?;
+            let strategy = bots::strategy(&bot.strategy).map_err(ApiError::invalid)?;
+            if bot_seats.insert(seat, strategy).is_some() {
+                return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
+            }
+        }
+        if !bot_seats.is_empty() {
+            payload["bots"] = bot_seats
+                .iter()
+                .map(|(seat, strategy)| json!({ "seat": seat, "strategy": strategy }))
+                .collect();
+        }
+        let taken: Vec<SeatRecord> = bot_seats
+            .iter()
+            .map(|(&seat, strategy)| SeatRecord {
+                seat,
+                player: Some(bots::player_name(strategy)),
+                token_hash: None,
+                bot: Some((*strategy).to_owned()),
+            })
+            .collect();
+        let status = if taken.len() == usize::from(seats) {
+            MatchStatus::Active
+        } else {
+            MatchStatus::Open
+        };
         let id = uuid::Uuid::new_v4();
         let state = game.setup(&parsed.config, seats, seed)?;
+        let all_seats: Vec<SeatRecord> = (0..seats)
+            .map(|seat| {
+                taken
+                    .iter()
+                    .find(|s| s.seat == seat)
+                    .cloned()
+                    .unwrap_or(SeatRecord {
+                        seat,
+                        ..SeatRecord::default()
+                    })
+            })
+            .collect();
+        let turns = pending_turns(
+            (&all_seats, req.turn_timeout_secs),
+            status,
+            state.as_ref(),
+            SeatSet::EMPTY,
+            None,
+            now,
+        );
+        let wake = turns.as_ref().is_some_and(|t| !t.is_empty());
         let (record, events) = self
             .store
             .create_match(
@@ -437,6 +609,11 @@ impl Service {
                     seed_hash,
                     turn_timeout_secs: req.turn_timeout_secs,
                     created_at: now,
+                    start: MatchUpdate {
+                        status: Some(status),
+                        seats: taken,
+                        turns,
+                    },
                 },
                 vec![NewEvent {
                     kind: kinds::CREATED.into(),
@@ -448,6 +625,9 @@ impl Service {
             )
             .await?;
         tracing::info!(match_id = %id, kind = game.kind(), seats, "match created");
+        if wake {
+            self.turns_written.notify_one();
+        }
         let info = self.info(&record, game.as_ref()).await?;
         let slot = self.slot(id);
         let mut guard = slot.lock().await;
@@ -570,6 +750,12 @@ impl Service {
                 .filter(|s| s.player.is_none())
                 .count()
                 == 1;
+            let at = missive_store::truncate_to_micros(Utc::now());
+            let status = if starts {
+                MatchStatus::Active
+            } else {
+                MatchStatus::Open
+            };
             let update = MatchUpdate {
                 status: starts.then_some(MatchStatus::Active),
                 seats: vec![SeatRecord {
@@ -578,14 +764,23 @@ impl Service {
                     token_hash: Some(token_hash),
                     bot: None,
                 }],
+                turns: pending_turns(
+                    (&live.record.seats, live.record.turn_timeout_secs),
+                    status,
+                    live.state.as_ref(),
+                    SeatSet::EMPTY,
+                    None,
+                    at,
+                ),
             };
             let event = NewEvent {
                 kind: kinds::JOINED.into(),
                 actor: Some(seat),
                 request_id: None,
                 payload: json!({ "seat": seat, "player": player }),
-                at: missive_store::truncate_to_micros(Utc::now()),
+                at,
             };
+            let update_turns = update.turns.clone();
             match self
                 .store
                 .append(id, live.record.version, vec![event], update)
@@ -595,6 +790,7 @@ impl Service {
                     for event in appended.events {
                         self.after_append(live, event)?;
                     }
+                    self.wrote_turns(update_turns.as_ref());
                     self.sync_record(live).await?;
                     tracing::info!(match_id = %id, seat, "seat taken");
                     let info = self.info(&live.record, live.game.as_ref()).await?;
@@ -672,21 +868,109 @@ impl Service {
                 "requestId is required: 1 to {MAX_REQUEST_ID} characters, unique per action"
             )));
         }
+        if SERVER_REQUEST_PREFIXES
+            .iter()
+            .any(|p| req.request_id.starts_with(p))
+        {
+            return Err(ApiError::invalid(
+                "requestIds starting with `bot:` or `timeout:` are the server's own",
+            ));
+        }
         let action = req
             .action
             .as_ref()
             .ok_or_else(|| ApiError::invalid("action is required"))?;
+        self.perform(
+            id,
+            By::Caller(caller, req.seat),
+            &req.request_id,
+            Play::Action(action),
+            req.expected_version,
+        )
+        .await
+    }
+
+    /// Plays a pending turn this server claimed: the bot's choice, or the default action of a
+    /// seat whose deadline passed, through the same path as a player's action, pinned to the
+    /// version the seat was awaited after and under a request id derived from it. A turn
+    /// played twice (two replicas, an expired lease) is therefore applied at most once. A turn
+    /// the match has moved past is dropped; on other errors it stays, to be claimed again once
+    /// its lease expires.
+    pub async fn play_turn(&self, turn: &TurnRecord) -> ApiResult<()> {
+        let (request_id, play, what) = match &turn.bot {
+            Some(strategy) => (
+                format!("bot:{}:{}", turn.version, turn.seat),
+                Play::Bot(strategy),
+                "bot",
+            ),
+            None => (
+                format!("timeout:{}:{}", turn.version, turn.seat),
+                Play::Timeout,
+                "timeout",
+            ),
+        };
+        let result = self
+            .perform(
+                turn.match_id,
+                By::Server(turn.seat),
+                &request_id,
+                play,
+                Some(turn.version),
+            )
+            .await;
+        match result {
+            Ok(response) => {
+                if !response.duplicate {
+                    crate::metrics::record_turn(what);
+                }
+                Ok(())
+            }
+            Err(
+                e @ (ApiError::Aborted(_)
+                | ApiError::FailedPrecondition { .. }
+                | ApiError::Rule { .. }
+                | ApiError::NotFound(_)),
+            ) => {
+                if matches!(e, ApiError::Rule { .. }) {
+                    tracing::error!(match_id = %turn.match_id, seat = turn.seat, error = %e,
+                        "the rules refused a {what} turn; dropping it");
+                }
+                self.store
+                    .drop_turn(turn.match_id, turn.seat, turn.version)
+                    .await?;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The one path of every action: authenticate (or act for a seat as the server), check the
+    /// match and the version, let the rules apply it, append with the expected version and
+    /// the pending turns that follow, then update the cache and tell watchers.
+    async fn perform(
+        &self,
+        id: MatchId,
+        by: By<'_>,
+        request_id: &str,
+        play: Play<'_>,
+        expected_version: Option<u64>,
+    ) -> ApiResult<pb::ActResponse> {
         for _ in 0..APPEND_ATTEMPTS {
             let mut guard = self.current(id).await?;
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
-            let viewer = auth::viewer(&live.record, caller.token.as_deref(), req.seat, true)?;
-            let Viewer::Seat(seat) = viewer else {
-                unreachable!("a required token gives a seat")
+            let seat = match by {
+                By::Caller(caller, wanted) => {
+                    match auth::viewer(&live.record, caller.token.as_deref(), wanted, true)? {
+                        Viewer::Seat(seat) => seat,
+                        Viewer::Spectator => unreachable!("a required token gives a seat"),
+                    }
+                }
+                By::Server(seat) => seat,
             };
-            if let Some(&(actor, seq)) = live.request_ids.get(&req.request_id) {
-                return self.duplicate(live, seat, actor, seq).await;
+            if let Some(&(actor, seq)) = live.request_ids.get(request_id) {
+                return self.duplicate(live, by, seat, actor, seq).await;
             }
             match live.record.status {
                 MatchStatus::Open => {
@@ -700,7 +984,7 @@ impl Service {
                 }
                 MatchStatus::Active => {}
             }
-            if let Some(expected) = req.expected_version
+            if let Some(expected) = expected_version
                 && expected != live.record.version
             {
                 return Err(ApiError::Aborted(format!(
@@ -708,27 +992,60 @@ impl Service {
                     live.record.version
                 )));
             }
-            let action = live.game.parse_action(action)?;
+            let (kind, action) = match play {
+                Play::Action(action) => (kinds::ACTION, live.game.parse_action(action)?),
+                Play::Bot(strategy) => {
+                    // The bot sees what its seat may see, and nothing else.
+                    let view = self.live_view(live, Viewer::Seat(seat)).await?;
+                    let choice = bots::choose(strategy, id, seat, &view).ok_or_else(|| {
+                        ApiError::precondition("no-legal-action", "the bot has nothing to play")
+                    })?;
+                    (kinds::ACTION, live.game.parse_action(&choice)?)
+                }
+                Play::Timeout => {
+                    let action = live.state.default_action(seat).ok_or_else(|| {
+                        ApiError::precondition("not-awaited", "the seat is not awaited")
+                    })?;
+                    (kinds::TIMEOUT, action)
+                }
+            };
+            let before = awaited(live.record.status, live.state.as_ref());
             let mut next = live.state.boxed_clone();
             if let Err(refusal) = next.apply(seat, &action) {
                 // A retry of an action applied before the newest snapshot is only in the store.
                 if !live.ids_complete
-                    && let Some((actor, seq)) = self.find_request(id, &req.request_id).await?
+                    && let Some((actor, seq)) = self.find_request(id, request_id).await?
                 {
-                    return self.duplicate(live, seat, actor, seq).await;
+                    return self.duplicate(live, by, seat, actor, seq).await;
                 }
                 return Err(refusal.into());
             }
+            let at = missive_store::truncate_to_micros(Utc::now());
             let event = NewEvent {
-                kind: kinds::ACTION.into(),
-                actor: Some(seat),
-                request_id: Some(req.request_id.clone()),
+                kind: kind.into(),
+                // A timeout is the server's doing: the seat is in the payload, not the actor.
+                actor: (kind == kinds::ACTION).then_some(seat),
+                request_id: Some(request_id.to_owned()),
                 payload: json!({ "seat": seat, "action": action }),
-                at: missive_store::truncate_to_micros(Utc::now()),
+                at,
             };
+            let status = if next.outcome().is_some() {
+                MatchStatus::Finished
+            } else {
+                MatchStatus::Active
+            };
+            let turns = pending_turns(
+                (&live.record.seats, live.record.turn_timeout_secs),
+                status,
+                next.as_ref(),
+                before,
+                Some(seat),
+                at,
+            );
             let update = MatchUpdate {
                 status: next.outcome().is_some().then_some(MatchStatus::Finished),
                 seats: Vec::new(),
+                turns: turns.clone(),
             };
             match self
                 .store
@@ -744,7 +1061,7 @@ impl Service {
                         .ok_or_else(|| ApiError::internal("match not loaded"))?;
                     let seq = appended.events.first().map_or(0, |e| e.seq);
                     let actor = appended.events.first().and_then(|e| e.actor);
-                    return self.duplicate(live, seat, actor, seq).await;
+                    return self.duplicate(live, by, seat, actor, seq).await;
                 }
                 Ok(appended) => {
                     let mut version = live.record.version;
@@ -752,10 +1069,11 @@ impl Service {
                         version = event.seq;
                         self.after_append(live, event)?;
                     }
+                    self.wrote_turns(turns.as_ref());
                     self.sync_record(live).await?;
                     crate::metrics::record_act();
-                    tracing::info!(match_id = %id, seat, version, "action applied");
-                    let view = self.live_view(live, viewer).await?;
+                    tracing::info!(match_id = %id, seat, version, kind, "action applied");
+                    let view = self.live_view(live, Viewer::Seat(seat)).await?;
                     return Ok(pb::ActResponse {
                         version,
                         view: Some(view),
@@ -763,7 +1081,7 @@ impl Service {
                     });
                 }
                 Err(StoreError::Conflict { actual, .. }) => {
-                    if req.expected_version.is_some() {
+                    if expected_version.is_some() {
                         return Err(ApiError::Aborted(format!(
                             "the match moved on to version {actual}; reload and retry"
                         )));
@@ -793,10 +1111,19 @@ impl Service {
     async fn duplicate(
         &self,
         live: &Live,
+        by: By<'_>,
         seat: u8,
         actor: Option<u8>,
         seq: u64,
     ) -> ApiResult<pb::ActResponse> {
+        if let By::Server(_) = by {
+            // The server's own request ids name the seat and version: already played.
+            return Ok(pb::ActResponse {
+                version: seq,
+                view: None,
+                duplicate: true,
+            });
+        }
         if actor != Some(seat) {
             return Err(ApiError::invalid(
                 "this requestId was already used by another seat",
@@ -842,6 +1169,15 @@ impl Service {
             else {
                 unreachable!("a required token gives a seat")
             };
+            // Nobody is awaited any more, whether the seat is freed or the match abandoned.
+            let turns = pending_turns(
+                (&live.record.seats, live.record.turn_timeout_secs),
+                MatchStatus::Abandoned,
+                live.state.as_ref(),
+                SeatSet::EMPTY,
+                None,
+                Utc::now(),
+            );
             let update = match live.record.status {
                 MatchStatus::Open => MatchUpdate {
                     status: None,
@@ -851,10 +1187,12 @@ impl Service {
                         token_hash: None,
                         bot: None,
                     }],
+                    turns,
                 },
                 MatchStatus::Active => MatchUpdate {
                     status: Some(MatchStatus::Abandoned),
                     seats: Vec::new(),
+                    turns,
                 },
                 _ => return Err(ApiError::precondition("match-over", "the match is over")),
             };
@@ -909,6 +1247,7 @@ impl Service {
         past.status = MatchStatus::Open;
         for seat in &mut past.seats {
             seat.player = None;
+            seat.bot = None;
         }
         let mut opening = Some(state.setup_observations());
         for event in self.store.read_events(record.id, 0, u32::MAX).await? {
@@ -961,6 +1300,24 @@ impl Service {
             kinds::LEFT => vec![entry(Entry::Left(pb::PlayerLeft {
                 seat: payload_seat(event)?.into(),
             }))],
+            kinds::TIMEOUT => {
+                let seat = payload_seat(event)?;
+                let action = &event.payload["action"];
+                // The seat knows what was played for it; others only if the game shows it.
+                let shown = viewer == Viewer::Seat(seat) || game.action_is_public(action);
+                let timed_out = pb::TurnTimedOut {
+                    seat: seat.into(),
+                    action: shown.then(|| game.action_to_proto(action)).transpose()?,
+                };
+                std::iter::once(entry(Entry::TimedOut(timed_out)))
+                    .chain(
+                        observations
+                            .iter()
+                            .filter(|o| o.audience.includes(viewer))
+                            .map(|o| entry(Entry::Game(o.event.clone()))),
+                    )
+                    .collect()
+            }
             _ => observations
                 .iter()
                 .filter(|o| o.audience.includes(viewer))
@@ -975,6 +1332,15 @@ impl Service {
             seat_count: payload["seat_count"].as_u64().unwrap_or_default() as u32,
             fixed_deck: payload["fixed_deck"].as_bool().unwrap_or_default(),
             turn_timeout_secs: payload["turn_timeout_secs"].as_u64().map(|s| s as u32),
+            bots: payload["bots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|b| pb::BotSeat {
+                    seat: b["seat"].as_u64().unwrap_or_default() as u32,
+                    strategy: b["strategy"].as_str().unwrap_or_default().to_owned(),
+                })
+                .collect(),
         })
     }
 
@@ -993,6 +1359,10 @@ impl Service {
                 seat: payload_seat(event)?.into(),
             })),
             kinds::ACTION => Some(Body::Action(pb::ActionTaken {
+                seat: payload_seat(event)?.into(),
+                action: Some(game.action_to_proto(&event.payload["action"])?),
+            })),
+            kinds::TIMEOUT => Some(Body::TimedOut(pb::TurnTimedOut {
                 seat: payload_seat(event)?.into(),
                 action: Some(game.action_to_proto(&event.payload["action"])?),
             })),

@@ -19,6 +19,10 @@
 //!   stored hashed ([`SeatRecord::token_hash`]).
 //! - Snapshots written by another rules version are ignored by [`Store::load`]: events are the
 //!   truth, snapshots only a cache.
+//! - Pending turns (turn deadlines and bot turns, [`MatchUpdate::turns`]) are written by the
+//!   same statement (PostgreSQL) or transaction (SQLite) as the events that make their seats
+//!   awaited, so a committed event never lacks its deadline. [`Store::claim_turns`] leases due
+//!   turns; concurrent claimers never get the same turn while its lease runs.
 //! - Errors are [`StoreError`]; `sqlx::Error` never leaves the crate.
 //!
 //! # Canonical bytes of an event (what the hash covers)
@@ -44,6 +48,7 @@ mod canonical;
 mod postgres;
 mod rows;
 mod sqlite;
+mod turns;
 
 use chrono::{DateTime, Utc};
 
@@ -125,6 +130,9 @@ pub struct NewMatch {
     pub turn_timeout_secs: Option<u32>,
     /// Creation time (also `updated_at` of the new row).
     pub created_at: DateTime<Utc>,
+    /// Written with the match: seats taken at creation (by bots), the status (`None`: open)
+    /// and the first pending turns. `Default` gives an open match with empty seats.
+    pub start: MatchUpdate,
 }
 
 /// A match row as stored, with its seats.
@@ -214,6 +222,44 @@ pub struct MatchUpdate {
     pub status: Option<MatchStatus>,
     /// Seats to overwrite, each identified by its `seat` number.
     pub seats: Vec<SeatRecord>,
+    /// `Some`: the match's pending turns become exactly these, each awaited after the append's
+    /// last event (its `version`); every other pending turn of the match is deleted. `None`
+    /// leaves them alone (matches with no deadlines and no bots), keeping the append a plain
+    /// insert.
+    pub turns: Option<Vec<PendingTurn>>,
+}
+
+/// A seat the server will act for unless the seat acts first: a human seat's turn deadline
+/// (the game's default action is played when it passes), or a bot seat's turn (due at once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingTurn {
+    /// The awaited seat.
+    pub seat: u8,
+    /// When the server acts for the seat.
+    pub due_at: DateTime<Utc>,
+    /// The bot's strategy, for a bot seat.
+    pub bot: Option<String>,
+    /// The seat was awaited before this append too and did not act in it: a stored pending
+    /// turn keeps its `due_at` (the deadline runs from when the seat became awaited), and
+    /// `due_at` here applies only when there is none.
+    pub continues: bool,
+}
+
+/// A pending turn as stored: the seat, awaited after event `version`, is due at `due_at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnRecord {
+    /// The match.
+    pub match_id: MatchId,
+    /// The awaited seat.
+    pub seat: u8,
+    /// The seq after which the seat is awaited: act with this expected version.
+    pub version: u64,
+    /// When the server acts for the seat.
+    pub due_at: DateTime<Utc>,
+    /// The bot's strategy, for a bot seat; `None` for a human seat's deadline.
+    pub bot: Option<String>,
+    /// Set while a server has claimed the turn; after it, another server may claim it again.
+    pub lease_until: Option<DateTime<Utc>>,
 }
 
 /// The result of [`Store::append`].
@@ -409,12 +455,22 @@ impl Store {
         }
     }
 
-    /// Creates the match row, its empty seats and its first events (seq 1…), atomically.
+    /// Creates the match row, its seats (empty, or as `m.start` fills them), its first events
+    /// (seq 1…) and its first pending turns, atomically.
     pub async fn create_match(
         &self,
         m: NewMatch,
         first: Vec<NewEvent>,
     ) -> Result<(MatchRecord, Vec<StoredEvent>), StoreError> {
+        if let Some(bad) = m.start.seats.iter().find(|s| s.seat >= m.seat_count) {
+            return Err(StoreError::Internal(format!(
+                "seat {} does not exist (the match has {} seats)",
+                bad.seat, m.seat_count
+            )));
+        }
+        if let Some(turns) = &m.start.turns {
+            turns::check(turns, i16::from(m.seat_count))?;
+        }
         let events = chain(m.id, 0, &GENESIS_HASH, first);
         match &self.backend {
             Backend::Postgres(pg) => postgres::create_match(pg, &m, &events).await?,
@@ -497,6 +553,39 @@ impl Store {
         match &self.backend {
             Backend::Postgres(pg) => postgres::put_snapshot(&pg.pool, id, snapshot).await,
             Backend::Sqlite(pool) => sqlite::put_snapshot(pool, id, snapshot).await,
+        }
+    }
+
+    /// Claims up to `limit` pending turns due at `now` that no unexpired lease holds, oldest
+    /// first, leasing them until `lease_until`. Concurrent claimers (other replicas) never get
+    /// the same turn while its lease runs; a claimer that dies leaves it to be claimed again
+    /// once the lease expires.
+    pub async fn claim_turns(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        match &self.backend {
+            Backend::Postgres(pg) => turns::pg_claim(&pg.pool, now, lease_until, limit).await,
+            Backend::Sqlite(pool) => turns::sqlite_claim(pool, now, lease_until, limit).await,
+        }
+    }
+
+    /// Deletes the match's pending turn for `seat` if it is still the one awaited after
+    /// `version` (the match moved on without it: nothing is left to do). True if deleted.
+    pub async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Postgres(pg) => turns::pg_drop(&pg.pool, id, seat, version).await,
+            Backend::Sqlite(pool) => turns::sqlite_drop(pool, id, seat, version).await,
+        }
+    }
+
+    /// The match's pending turns, by seat.
+    pub async fn turns(&self, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
+        match &self.backend {
+            Backend::Postgres(pg) => turns::pg_list(&pg.pool, id).await,
+            Backend::Sqlite(pool) => turns::sqlite_list(pool, id).await,
         }
     }
 

@@ -24,9 +24,11 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
+use crate::turns::TurnColumns;
 use crate::{
-    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Snapshot,
-    StoreError, StoreOptions, StoredEvent, canonical_json, chain, truncate_to_micros,
+    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent,
+    NewMatch, Snapshot, StoreError, StoreOptions, StoredEvent, canonical_json, chain,
+    truncate_to_micros,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
@@ -145,15 +147,25 @@ pub(crate) async fn create_match(
     let cols = EventColumns::new(events)?;
     let version = events.last().map_or(0, |e| e.seq);
     let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
+    let seats = &m.start.seats;
+    let turns = TurnColumns::new(m.start.turns.as_deref().unwrap_or_default());
     // One statement: the new rows are invisible to everyone else until it commits.
     let result = sqlx::query(
         "WITH m AS (
             INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
                 seed_hash, turn_timeout_secs, version, last_hash, created_at, updated_at)
-            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, 'open', $6, $7, $8, $9, $10, $11, $11)
+            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $21, $6, $7, $8, $9, $10, $11, $11)
             RETURNING match_id
         ), s AS (
-            INSERT INTO seats (match_id, seat) SELECT m.match_id, generate_series(0, $5 - 1)::smallint FROM m
+            INSERT INTO seats (match_id, seat, player, token_hash, bot)
+            SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot
+            FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
+            LEFT JOIN UNNEST($22::smallint[], $23::text[], $24::bytea[], $25::text[])
+                AS t(seat, player, token_hash, bot) ON t.seat = g.seat
+        ), tn AS (
+            INSERT INTO turns (match_id, seat, version, due_at, bot)
+            SELECT m.match_id, t.seat, $9, t.due_at, t.bot
+            FROM m, UNNEST($26::smallint[], $27::timestamptz[], $28::text[]) AS t(seat, due_at, bot)
         ), e AS (
             INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
                 prev_hash, hash)
@@ -168,11 +180,17 @@ pub(crate) async fn create_match(
     .bind(m.id.to_string())
     .bind(&m.kind)
     .bind(canonical_json(&m.config))
-    .bind(i32::try_from(m.rules_version).map_err(|_| StoreError::Internal("rules_version too large".into()))?)
+    .bind(
+        i32::try_from(m.rules_version)
+            .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
+    )
     .bind(i16::from(m.seat_count))
     .bind(m.seed.to_vec())
     .bind(m.seed_hash.to_vec())
-    .bind(m.turn_timeout_secs.map(|t| i32::try_from(t).unwrap_or(i32::MAX)))
+    .bind(
+        m.turn_timeout_secs
+            .map(|t| i32::try_from(t).unwrap_or(i32::MAX)),
+    )
     .bind(to_i64(version)?)
     .bind(last_hash.to_vec())
     .bind(truncate_to_micros(m.created_at))
@@ -185,6 +203,19 @@ pub(crate) async fn create_match(
     .bind(&cols.at)
     .bind(&cols.prev_hash)
     .bind(&cols.hash)
+    .bind(m.start.status.unwrap_or(MatchStatus::Open).as_str())
+    .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
+    .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
+    .bind(
+        seats
+            .iter()
+            .map(|s| s.token_hash.map(|h| h.to_vec()))
+            .collect::<Vec<_>>(),
+    )
+    .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
+    .bind(&turns.seat)
+    .bind(&turns.due_at)
+    .bind(&turns.bot)
     .execute(&pg.pool)
     .await;
     match result {
@@ -317,6 +348,9 @@ async fn check(
         }));
     }
     head.check_seats(update)?;
+    if let Some(turns) = &update.turns {
+        crate::turns::check(turns, head.seat_count)?;
+    }
     let actual = head.version()?;
     if actual != expected {
         return Err(StoreError::Conflict { expected, actual });
@@ -332,6 +366,10 @@ pub(crate) async fn append(
     update: &MatchUpdate,
 ) -> Result<Appended, StoreError> {
     let pool = &pg.pool;
+    if let Some(turns) = &update.turns {
+        // Seat ranges are checked against the match below; two turns for one seat, here.
+        crate::turns::check(turns, 256)?;
+    }
     let request_id = events.first().and_then(|e| e.request_id.clone());
     let request_id = request_id.as_deref();
     let mut prev = match pg.heads.get(id) {
@@ -398,6 +436,24 @@ const UPDATE_MATCH: &str = "m AS (
         WHERE seats.match_id = m.match_id AND seats.seat = s.seat
     )";
 
+/// The pending turns of an append (see [`crate::MatchUpdate::turns`]), written only if `h`
+/// holds a row, like [`UPDATE_MATCH`]: every other pending turn of the match is deleted, these
+/// are upserted as awaited after the append's last event, and a seat that stays awaited keeps
+/// its due time. A new version frees the lease, so the turn can be claimed again at once.
+const WRITE_TURNS: &str = "td AS (
+        DELETE FROM turns WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
+            AND NOT (seat = ANY($20::smallint[]))
+    ), tu AS (
+        INSERT INTO turns (match_id, seat, version, due_at, bot)
+        SELECT $1::uuid, t.seat, $24, t.due_at, t.bot
+        FROM UNNEST($20::smallint[], $21::timestamptz[], $22::text[]) AS t(seat, due_at, bot)
+        WHERE EXISTS (SELECT 1 FROM h)
+        ON CONFLICT (match_id, seat) DO UPDATE SET version = EXCLUDED.version,
+            bot = EXCLUDED.bot, lease_until = NULL,
+            due_at = CASE WHEN EXCLUDED.seat = ANY($23::smallint[]) THEN turns.due_at
+                ELSE EXCLUDED.due_at END
+    )";
+
 /// The single append statement: insert the events if the head is as expected, and with them
 /// the status and seat changes, if any. `None` when it wrote nothing (the head moved, a seat is
 /// out of range, or the request id or seq was taken by a concurrent writer).
@@ -414,8 +470,22 @@ async fn write(
     let version = stored.last().map_or(expected, |e| e.seq);
     let last_hash = stored.last().map_or(*prev, |e| e.hash);
     let seats = &update.seats;
-    let max_seat = seats.iter().map(|s| i16::from(s.seat)).max().unwrap_or(-1);
-    let plain = update.status.is_none() && seats.is_empty() && !stored.is_empty();
+    // The statement writes nothing unless the match has every seat named here.
+    let max_seat = seats
+        .iter()
+        .map(|s| s.seat)
+        .chain(update.turns.iter().flatten().map(|t| t.seat))
+        .map(i16::from)
+        .max()
+        .unwrap_or(-1);
+    let plain =
+        update.status.is_none() && seats.is_empty() && update.turns.is_none() && !stored.is_empty();
+    let turns = update.turns.as_deref().map(TurnColumns::new);
+    let write_turns = if turns.is_some() {
+        format!(", {WRITE_TURNS}")
+    } else {
+        String::new()
+    };
     let sql = if plain {
         // Most appends: one INSERT, nothing else written.
         format!("{INSERT_EVENTS}{HEAD_IS}")
@@ -424,7 +494,7 @@ async fn write(
             "WITH h AS ({INSERT_EVENTS}{HEAD_IS}
                 AND EXISTS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15)
                 RETURNING seq
-            ), {UPDATE_MATCH}
+            ), {UPDATE_MATCH}{write_turns}
             SELECT count(*) FROM h"
         )
     } else {
@@ -433,7 +503,7 @@ async fn write(
                 AND {HEAD_IS}
                 AND NOT EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2 + 1)
                 AND cardinality($4::bigint[]) = 0
-            ), {UPDATE_MATCH}
+            ), {UPDATE_MATCH}{write_turns}
             SELECT count(*) FROM m"
         )
     };
@@ -478,7 +548,7 @@ async fn write(
     let result = if plain {
         query.execute(&pg.pool).await.map(|r| r.rows_affected())
     } else {
-        query
+        let query = query
             .bind(truncate_to_micros(Utc::now()))
             .bind(update.status.map(|s| s.as_str()))
             .bind(max_seat)
@@ -490,7 +560,17 @@ async fn write(
                     .map(|s| s.token_hash.map(|h| h.to_vec()))
                     .collect::<Vec<_>>(),
             )
-            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
+            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>());
+        let query = match turns {
+            Some(turns) => query
+                .bind(turns.seat)
+                .bind(turns.due_at)
+                .bind(turns.bot)
+                .bind(turns.continuing)
+                .bind(to_i64(version)?),
+            None => query,
+        };
+        query
             .fetch_one(&pg.pool)
             .await
             .and_then(|row| sqlx::Row::try_get::<i64, _>(&row, 0))

@@ -15,8 +15,9 @@ use sqlx::{SqliteConnection, SqlitePool};
 use crate::first_request;
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
 use crate::{
-    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Snapshot,
-    StoreError, StoreOptions, StoredEvent, canonical_json, chain, truncate_to_micros,
+    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent,
+    NewMatch, Snapshot, StoreError, StoreOptions, StoredEvent, canonical_json, chain,
+    truncate_to_micros,
 };
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -29,7 +30,7 @@ const MATCH_COLUMNS: &str = "match_id, kind, config, rules_version, seat_count, 
 const SEAT_COLUMNS: &str = "match_id, seat, player, token_hash, bot";
 const EVENT_COLUMNS: &str = "seq, kind, actor, request_id, payload, at, prev_hash, hash";
 
-fn db(err: sqlx::Error) -> StoreError {
+pub(crate) fn db(err: sqlx::Error) -> StoreError {
     match &err {
         // SQLITE_BUSY / SQLITE_LOCKED after the busy timeout: the database is overloaded.
         sqlx::Error::Database(e) if matches!(e.code().as_deref(), Some("5" | "6" | "517")) => {
@@ -104,13 +105,14 @@ pub(crate) async fn create_match(
     let inserted = sqlx::query(
         "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
              seed_hash, turn_timeout_secs, version, last_hash, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&id)
     .bind(&m.kind)
     .bind(canonical_json(&m.config))
     .bind(i64::from(m.rules_version))
     .bind(i16::from(m.seat_count))
+    .bind(m.start.status.unwrap_or(MatchStatus::Open).as_str())
     .bind(m.seed.as_slice())
     .bind(m.seed_hash.as_slice())
     .bind(m.turn_timeout_secs.map(i64::from))
@@ -133,14 +135,24 @@ pub(crate) async fn create_match(
         Err(e) => return Err(db(e)),
     }
     for seat in 0..m.seat_count {
-        sqlx::query("INSERT INTO seats (match_id, seat) VALUES (?, ?)")
-            .bind(&id)
-            .bind(i16::from(seat))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        let taken = m.start.seats.iter().find(|s| s.seat == seat);
+        sqlx::query(
+            "INSERT INTO seats (match_id, seat, player, token_hash, bot) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(i16::from(seat))
+        .bind(taken.and_then(|s| s.player.as_deref()))
+        .bind(taken.and_then(|s| s.token_hash.map(|h| h.to_vec())))
+        .bind(taken.and_then(|s| s.bot.as_deref()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
     }
     insert_events(&mut tx, &id, events).await?;
+    if let Some(turns) = &m.start.turns {
+        let version = events.last().map_or(0, |e| e.seq);
+        crate::turns::sqlite_replace(&mut tx, &id, version, turns).await?;
+    }
     tx.commit().await.map_err(db)
 }
 
@@ -263,6 +275,9 @@ pub(crate) async fn append(
         return Err(StoreError::Conflict { expected, actual });
     }
     head.check_seats(update)?;
+    if let Some(turns) = &update.turns {
+        crate::turns::check(turns, head.seat_count)?;
+    }
     let stored = chain(id, expected, &head.last_hash()?, events);
     let version = stored.last().map_or(expected, |e| e.seq);
     let last_hash = stored.last().map_or(head.last_hash()?, |e| e.hash);
@@ -292,6 +307,9 @@ pub(crate) async fn append(
         .execute(&mut *tx)
         .await
         .map_err(db)?;
+    }
+    if let Some(turns) = &update.turns {
+        crate::turns::sqlite_replace(&mut tx, &key, version, turns).await?;
     }
     tx.commit().await.map_err(db)?;
     Ok(Appended {

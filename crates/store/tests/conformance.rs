@@ -8,7 +8,8 @@ use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
 use missive_store::{
     ChainCheck, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate, NewEvent, NewMatch,
-    SeatRecord, Snapshot, Store, StoreError, StoreOptions, canonical_bytes, event_hash,
+    PendingTurn, SeatRecord, Snapshot, Store, StoreError, StoreOptions, canonical_bytes,
+    event_hash, truncate_to_micros,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -131,6 +132,7 @@ fn new_match(seats: u8) -> NewMatch {
         seed_hash: [9; 32],
         turn_timeout_secs: Some(86_400),
         created_at: at(0),
+        start: MatchUpdate::default(),
     }
 }
 
@@ -380,6 +382,7 @@ mod checks {
                 MatchUpdate {
                     status: Some(MatchStatus::Active),
                     seats: vec![bob.clone()],
+                    turns: None,
                 },
             )
             .await?;
@@ -410,6 +413,7 @@ mod checks {
                 MatchUpdate {
                     status: Some(MatchStatus::Finished),
                     seats: vec![carol],
+                    turns: None,
                 },
             )
             .await;
@@ -430,6 +434,7 @@ mod checks {
                 MatchUpdate {
                     status: None,
                     seats: vec![no_seat],
+                    turns: None,
                 },
             )
             .await;
@@ -463,6 +468,7 @@ mod checks {
                         MatchUpdate {
                             status: Some(MatchStatus::Active),
                             seats: vec![seat],
+                            turns: None,
                         },
                     )
                     .await?;
@@ -770,6 +776,228 @@ mod checks {
         );
         Ok(())
     }
+
+    fn turn(seat: u8, due: i64, bot: Option<&str>, continues: bool) -> PendingTurn {
+        PendingTurn {
+            seat,
+            due_at: at(due),
+            bot: bot.map(str::to_owned),
+            continues,
+        }
+    }
+
+    /// `(seat, version, due second, bot)` of each pending turn of the match.
+    async fn pending(h: &Harness, id: MatchId) -> Result<Vec<(u8, u64, i64, Option<String>)>> {
+        Ok(h.store
+            .turns(id)
+            .await?
+            .into_iter()
+            .map(|t| {
+                assert_eq!(t.match_id, id);
+                (
+                    t.seat,
+                    t.version,
+                    t.due_at.timestamp() - 1_700_000_000,
+                    t.bot,
+                )
+            })
+            .collect())
+    }
+
+    pub(super) async fn pending_turns_are_written_with_their_event_and_replaced_by_the_next(
+        h: &Harness,
+    ) -> Result<()> {
+        let bot = SeatRecord {
+            seat: 1,
+            player: Some("bot:random".to_owned()),
+            token_hash: None,
+            bot: Some("random".to_owned()),
+        };
+        let mut m = new_match(3);
+        m.start = MatchUpdate {
+            status: Some(MatchStatus::Active),
+            seats: vec![bot.clone()],
+            turns: Some(vec![
+                turn(0, 100, None, false),
+                turn(1, 1, Some("random"), false),
+            ]),
+        };
+        let (record, _) = h.store.create_match(m.clone(), vec![created()]).await?;
+        assert_eq!(record.status, MatchStatus::Active);
+        assert_eq!(record.seats[1], bot);
+        assert_eq!(
+            record.seats[0],
+            SeatRecord {
+                seat: 0,
+                ..SeatRecord::default()
+            }
+        );
+        assert_eq!(
+            pending(h, m.id).await?,
+            vec![(0, 1, 100, None), (1, 1, 1, Some("random".to_owned()))]
+        );
+
+        // Seat 1 acts; seat 0 stays awaited (its deadline stands), seat 2 becomes awaited.
+        let update = |turns| MatchUpdate {
+            status: None,
+            seats: Vec::new(),
+            turns,
+        };
+        let next = Some(vec![turn(0, 200, None, true), turn(2, 300, None, false)]);
+        h.store
+            .append(m.id, 1, vec![action(1, "b1", 2)], update(next.clone()))
+            .await?;
+        assert_eq!(
+            pending(h, m.id).await?,
+            vec![(0, 2, 100, None), (2, 2, 300, None)]
+        );
+
+        // A conflicting append writes no turns; an append without turns leaves them alone.
+        let stale = h
+            .store
+            .append(
+                m.id,
+                1,
+                vec![action(0, "late", 3)],
+                update(Some(Vec::new())),
+            )
+            .await;
+        assert!(
+            matches!(stale, Err(StoreError::Conflict { .. })),
+            "{stale:?}"
+        );
+        h.store
+            .append(m.id, 2, vec![action(0, "a1", 3)], update(None))
+            .await?;
+        assert_eq!(
+            pending(h, m.id).await?,
+            vec![(0, 2, 100, None), (2, 2, 300, None)]
+        );
+
+        // A seat out of range is refused and changes nothing.
+        let bad = h
+            .store
+            .append(
+                m.id,
+                3,
+                vec![action(0, "a2", 4)],
+                update(Some(vec![turn(3, 1, None, false)])),
+            )
+            .await;
+        assert!(matches!(bad, Err(StoreError::Internal(_))), "{bad:?}");
+        assert_eq!(h.store.get_match(m.id).await?.version, 3);
+
+        // `Some(empty)`: the match awaits nobody the server acts for.
+        h.store
+            .append(m.id, 3, vec![action(0, "a2", 4)], update(Some(Vec::new())))
+            .await?;
+        assert_eq!(pending(h, m.id).await?, vec![]);
+        Ok(())
+    }
+
+    pub(super) async fn due_turns_are_claimed_once_until_their_lease_expires(
+        h: &Harness,
+    ) -> Result<()> {
+        let mut ids = Vec::new();
+        for due in [10, 20, 1000] {
+            let mut m = new_match(2);
+            m.start.turns = Some(vec![turn(0, due, None, false)]);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            ids.push(m.id);
+        }
+        let claim = |now: i64, lease: i64| h.store.claim_turns(at(now), at(lease), 10);
+        let first = claim(15, 45).await?;
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (first[0].match_id, first[0].seat, first[0].version),
+            (ids[0], 0, 1)
+        );
+        assert_eq!(first[0].lease_until, Some(truncate_to_micros(at(45))));
+        assert!(
+            claim(16, 46).await?.is_empty(),
+            "a leased turn is not claimed again"
+        );
+        let second = claim(30, 60).await?;
+        assert_eq!(
+            second.iter().map(|t| t.match_id).collect::<Vec<_>>(),
+            vec![ids[1]]
+        );
+        // The first lease has expired, the second has not; the third turn is not due.
+        let again = claim(50, 80).await?;
+        assert_eq!(
+            again.iter().map(|t| t.match_id).collect::<Vec<_>>(),
+            vec![ids[0]]
+        );
+
+        // Dropping needs the version the turn is awaited after.
+        assert!(!h.store.drop_turn(ids[0], 0, 7).await?);
+        assert!(h.store.drop_turn(ids[0], 0, 1).await?);
+        assert_eq!(pending(h, ids[0]).await?, vec![]);
+
+        // A new version of a leased turn frees it at once.
+        h.store
+            .append(
+                ids[1],
+                1,
+                vec![action(1, "x", 2)],
+                MatchUpdate {
+                    turns: Some(vec![turn(0, 25, None, true)]),
+                    ..MatchUpdate::default()
+                },
+            )
+            .await?;
+        let freed = claim(55, 90).await?;
+        assert_eq!(
+            freed
+                .iter()
+                .map(|t| (t.match_id, t.version))
+                .collect::<Vec<_>>(),
+            vec![(ids[1], 2)]
+        );
+        assert_eq!(freed[0].due_at, truncate_to_micros(at(20)));
+        Ok(())
+    }
+
+    pub(super) async fn concurrent_claimers_never_share_a_turn(h: &Harness) -> Result<()> {
+        const TURNS: usize = 24;
+        let mut ids = std::collections::BTreeSet::new();
+        for i in 0..TURNS {
+            let mut m = new_match(2);
+            m.start.turns = Some(vec![turn(1, i as i64, None, false)]);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            ids.insert(m.id);
+        }
+        let second_server = Store::connect(&h.url, options()).await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for c in 0..8 {
+            let store = if c % 2 == 0 {
+                h.store.clone()
+            } else {
+                second_server.clone()
+            };
+            tasks.spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let claimed = store.claim_turns(at(100), at(1000), 2).await?;
+                    if claimed.is_empty() {
+                        return anyhow::Ok(mine);
+                    }
+                    mine.extend(claimed.into_iter().map(|t| t.match_id));
+                }
+            });
+        }
+        let mut claimed = Vec::new();
+        while let Some(result) = tasks.join_next().await {
+            claimed.extend(result??);
+        }
+        claimed.sort();
+        assert_eq!(
+            claimed,
+            ids.into_iter().collect::<Vec<_>>(),
+            "each turn claimed exactly once"
+        );
+        Ok(())
+    }
 }
 
 macro_rules! conformance {
@@ -812,4 +1040,7 @@ conformance!(
     a_valid_log_verifies_and_its_hashes_recompute_from_the_columns,
     an_out_of_band_update_of_one_event_is_named_by_verification,
     racing_writers_get_one_event_per_seq_and_a_valid_chain,
+    pending_turns_are_written_with_their_event_and_replaced_by_the_next,
+    due_turns_are_claimed_once_until_their_lease_expires,
+    concurrent_claimers_never_share_a_turn,
 );

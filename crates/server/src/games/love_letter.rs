@@ -361,4 +361,9 @@ impl ProtoGame for LoveLetter {
             })),
         }
     }
+
+    fn action_is_public(action: &Action) -> bool {
+        // A card played is shown to everyone; a Chancellor's keep and return is secret.
+        matches!(action, Action::Play { .. })
+    }
 }

@@ -34,6 +34,13 @@ pub trait ProtoGame: Game {
     fn action_to_proto(action: &Self::Action) -> pb::GameAction;
     fn view_to_proto(view: &Self::View) -> pb::GameView;
     fn event_to_proto(event: &Self::Event) -> pb::GameEvent;
+    /// Whether everyone learns this action when it is played (the game's public observations
+    /// show it). A history shows a timed-out seat's default action to other viewers only then.
+    /// By default no action is assumed public.
+    fn action_is_public(action: &Self::Action) -> bool {
+        let _ = action;
+        false
+    }
 }
 
 /// A refused action: the rule's stable code and a message that reveals nothing hidden.
@@ -78,6 +85,8 @@ pub trait GameKind: Send + Sync + Debug + 'static {
     fn restore(&self, state: Value) -> ApiResult<Box<dyn MatchState>>;
     fn parse_action(&self, action: &pb::GameAction) -> ApiResult<Value>;
     fn action_to_proto(&self, action: &Value) -> ApiResult<pb::GameAction>;
+    /// See [`ProtoGame::action_is_public`]; false for an unreadable action.
+    fn action_is_public(&self, action: &Value) -> bool;
 }
 
 /// A running match's state, object-safe.
@@ -95,6 +104,9 @@ pub trait MatchState: Send + Sync + Debug {
     fn legal_actions(&self, seat: Seat) -> Vec<pb::GameAction>;
     fn view(&self, viewer: Viewer) -> pb::GameView;
     fn outcome(&self) -> Option<Outcome>;
+    /// The action a turn timeout plays for `seat` (rules serde JSON); `None` if the seat is
+    /// not awaited. See [`missive_rules::Game::default_action`].
+    fn default_action(&self, seat: Seat) -> Option<Value>;
     fn to_json(&self) -> ApiResult<Value>;
 }
 
@@ -191,6 +203,10 @@ impl<G: ProtoGame> GameKind for Adapter<G> {
             .map_err(|e| ApiError::internal(format!("stored action unreadable: {e}")))?;
         Ok(G::action_to_proto(&action))
     }
+
+    fn action_is_public(&self, action: &Value) -> bool {
+        serde_json::from_value::<G::Action>(action.clone()).is_ok_and(|a| G::action_is_public(&a))
+    }
 }
 
 fn observations_to_proto<G: ProtoGame>(
@@ -248,6 +264,11 @@ impl<G: ProtoGame> MatchState for State<G> {
 
     fn outcome(&self) -> Option<Outcome> {
         self.0.outcome()
+    }
+
+    fn default_action(&self, seat: Seat) -> Option<Value> {
+        let action = self.0.default_action(seat)?;
+        serde_json::to_value(&action).ok()
     }
 
     fn to_json(&self) -> ApiResult<Value> {

@@ -101,6 +101,33 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
     }
 }
 
+impl TestApp {
+    /// Kills the server (SIGKILL: nothing is flushed or released), leaves it down for `down`,
+    /// and starts it again on the same database or data directory, on new ports.
+    pub(crate) async fn restart_after(&mut self, down: Duration) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        tokio::time::sleep(down).await;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+        command
+            .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
+            .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+            .env("MISSIVE_DATA_DIR", &self.data_dir)
+            .env("MISSIVE_SNAPSHOT_EVERY", "16")
+            .env("RUST_LOG", "warn")
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(url) = &self.database_url {
+            command.env("DATABASE_URL", url);
+        }
+        let (child, grpc_addr, http_base) = start(command).await;
+        self.child = child;
+        self.grpc_addr = grpc_addr;
+        self.http_base = http_base;
+    }
+}
+
 /// A second server on the same PostgreSQL database, as another replica would be.
 pub(crate) async fn spawn_replica(app: &TestApp) -> TestApp {
     let url = app
@@ -234,5 +261,6 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
         }),
         seat_count: seats,
         turn_timeout_secs: None,
+        bots: Vec::new(),
     }
 }

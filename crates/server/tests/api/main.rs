@@ -5,3 +5,4 @@ mod grpc;
 mod helpers;
 mod http;
 mod lopti;
+mod turns;

@@ -1,0 +1,565 @@
+//! Turn deadlines and server-side bots: a passed deadline plays the game's default action once
+//! (also with two replicas racing, and across a restart), and bots play matches to the end.
+
+use std::time::{Duration, Instant};
+
+use missive_proto::v1 as pb;
+use missive_proto::v1::missive_client::MissiveClient;
+use missive_server::games::Registry;
+use tonic::Code;
+use tonic::transport::Channel;
+
+use crate::helpers::{Backend, TestApp, authed, love_letter_options, spawn_app, spawn_replica};
+
+/// Creates a Love Letter match with `timeout` seconds per turn and `bots` as bot seats, and
+/// joins every other seat. Returns the match id and the tokens by seat (empty for bots).
+async fn start_match(
+    client: &mut MissiveClient<Channel>,
+    seats: u32,
+    timeout: Option<u32>,
+    bots: &[u32],
+) -> (String, Vec<String>) {
+    let created = client
+        .create_match(pb::CreateMatchRequest {
+            turn_timeout_secs: timeout,
+            bots: bots
+                .iter()
+                .map(|&seat| pb::BotSeat {
+                    seat,
+                    strategy: String::new(),
+                })
+                .collect(),
+            ..love_letter_options(seats)
+        })
+        .await
+        .expect("create")
+        .into_inner()
+        .r#match
+        .expect("match info");
+    let mut tokens = vec![String::new(); seats as usize];
+    for seat in (0..seats).filter(|s| !bots.contains(s)) {
+        let joined = client
+            .join_match(pb::JoinMatchRequest {
+                match_id: created.match_id.clone(),
+                player: format!("player {seat}"),
+                seat: Some(seat),
+            })
+            .await
+            .expect("join")
+            .into_inner();
+        tokens[seat as usize] = joined.seat_token;
+    }
+    (created.match_id, tokens)
+}
+
+async fn get_match(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::MatchInfo {
+    client
+        .get_match(pb::GetMatchRequest {
+            match_id: match_id.to_owned(),
+        })
+        .await
+        .expect("get match")
+        .into_inner()
+        .r#match
+        .expect("match info")
+}
+
+async fn view(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) -> pb::MatchView {
+    client
+        .get_view(authed(
+            pb::GetViewRequest {
+                match_id: match_id.to_owned(),
+                seat: None,
+            },
+            token,
+        ))
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("a view")
+}
+
+/// The history as the token's seat sees it (a spectator's with `None`).
+async fn history(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: Option<&str>,
+) -> pb::GetHistoryResponse {
+    let request = pb::GetHistoryRequest {
+        match_id: match_id.to_owned(),
+        seat: None,
+    };
+    let request = match token {
+        Some(token) => authed(request, token),
+        None => tonic::Request::new(request),
+    };
+    client
+        .get_history(request)
+        .await
+        .expect("history")
+        .into_inner()
+}
+
+/// Polls the match until `done` holds or `limit` passes.
+async fn wait_until(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    limit: Duration,
+    done: impl Fn(&pb::MatchInfo) -> bool,
+) -> pb::MatchInfo {
+    let start = Instant::now();
+    loop {
+        let info = get_match(client, match_id).await;
+        if done(&info) {
+            return info;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "gave up after {limit:?}; match at version {} status {}",
+            info.version,
+            info.status
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn seconds(at: &Option<pbjson_types::Timestamp>) -> f64 {
+    let at = at.as_ref().expect("a time");
+    at.seconds as f64 + f64::from(at.nanos) / 1e9
+}
+
+/// The full log of a finished or abandoned match, checked by the independent verifier.
+async fn verified_audit(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
+    let log = history(client, match_id, None)
+        .await
+        .audit
+        .expect("an audit log once the match is over");
+    missive_server::audit::verify(&Registry::new(), match_id.parse().expect("uuid"), &log)
+        .expect("the exported log verifies and replays");
+    log
+}
+
+/// Every timeout of the log: played for an awaited seat under the request id naming the
+/// version it was awaited after, without an actor, and not before its deadline.
+fn check_timeouts(log: &pb::AuditLog, timeout: u32) -> Vec<(u64, u32, pb::GameAction)> {
+    let mut found = Vec::new();
+    for (i, event) in log.events.iter().enumerate() {
+        let Some(pb::audit_event::Body::TimedOut(t)) = &event.body else {
+            assert_ne!(event.kind, "timeout");
+            continue;
+        };
+        assert_eq!(event.kind, "timeout");
+        assert_eq!(event.actor, None, "a timeout is the server's doing");
+        assert_eq!(
+            event.request_id.as_deref(),
+            Some(format!("timeout:{}:{}", event.seq - 1, t.seat).as_str())
+        );
+        let previous = &log.events[i - 1];
+        let waited = seconds(&event.at) - seconds(&previous.at);
+        assert!(
+            waited >= f64::from(timeout) - 1e-6,
+            "timeout at seq {} after only {waited:.3} s",
+            event.seq
+        );
+        found.push((
+            event.seq,
+            t.seat,
+            t.action.clone().expect("the action played"),
+        ));
+    }
+    found
+}
+
+fn is_public_play(action: &pb::GameAction) -> bool {
+    matches!(
+        &action.game,
+        Some(pb::game_action::Game::LoveLetter(pb::LoveLetterAction {
+            action: Some(pb::love_letter_action::Action::Play(_))
+        }))
+    )
+}
+
+fn timed_out_entry(history: &pb::GetHistoryResponse, seq: u64) -> pb::TurnTimedOut {
+    history
+        .entries
+        .iter()
+        .find_map(|e| match &e.entry {
+            Some(pb::history_entry::Entry::TimedOut(t)) if e.seq == seq => Some(t.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a timed-out entry at seq {seq}"))
+}
+
+async fn leave(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) {
+    client
+        .leave_match(authed(
+            pb::LeaveMatchRequest {
+                match_id: match_id.to_owned(),
+            },
+            token,
+        ))
+        .await
+        .expect("leave");
+}
+
+async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
+    const TIMEOUT: u32 = 2;
+    let app = spawn_app(backend).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = start_match(&mut client, 2, Some(TIMEOUT), &[]).await;
+    let started = get_match(&mut client, &match_id).await;
+    let first = view(&mut client, &match_id, &tokens[0]).await;
+    let late = first.awaiting[0];
+    let other_seat = 1 - late;
+
+    // Nobody acts: the default action is played for the awaited seat, once.
+    let info = wait_until(&mut client, &match_id, Duration::from_secs(6), |m| {
+        m.version > started.version
+    })
+    .await;
+    assert_eq!(info.version, started.version + 1);
+    // Usually the other seat's turn; the same seat's again after a Chancellor.
+    let spectating = history(&mut client, &match_id, None).await;
+    let on_time = *view(&mut client, &match_id, &tokens[0])
+        .await
+        .awaiting
+        .first()
+        .unwrap_or_else(|| panic!("someone is awaited: {spectating:?}"));
+    let view_after = view(&mut client, &match_id, &tokens[on_time as usize]).await;
+
+    // That seat acts in time: no timeout for it.
+    let acted = client
+        .act(authed(
+            pb::ActRequest {
+                match_id: match_id.clone(),
+                action: Some(view_after.legal_actions[0].clone()),
+                request_id: "in-time".into(),
+                expected_version: Some(info.version),
+                seat: None,
+            },
+            &tokens[on_time as usize],
+        ))
+        .await
+        .expect("an action before the deadline")
+        .into_inner();
+    assert!(!acted.duplicate);
+
+    // Abandoning the match clears its deadlines: nothing fires afterwards.
+    leave(&mut client, &match_id, &tokens[0]).await;
+    let abandoned = get_match(&mut client, &match_id).await;
+    tokio::time::sleep(Duration::from_millis(u64::from(TIMEOUT) * 1000 + 700)).await;
+    assert_eq!(
+        get_match(&mut client, &match_id).await.version,
+        abandoned.version
+    );
+
+    let log = verified_audit(&mut client, &match_id).await;
+    let timeouts = check_timeouts(&log, TIMEOUT);
+    assert_eq!(
+        timeouts
+            .iter()
+            .map(|(seq, seat, _)| (*seq, *seat))
+            .collect::<Vec<_>>(),
+        vec![(started.version + 1, late)]
+    );
+    let acted_event = &log.events[acted.version as usize - 1];
+    assert_eq!(acted_event.kind, "action");
+    assert_eq!(acted_event.actor, Some(on_time));
+
+    // The late seat sees what was played for it; others only if the game makes it public.
+    let (seq, _, action) = &timeouts[0];
+    let own = timed_out_entry(
+        &history(&mut client, &match_id, Some(&tokens[late as usize])).await,
+        *seq,
+    );
+    assert_eq!(own.action.as_ref(), Some(action));
+    let public = is_public_play(action).then(|| action.clone());
+    let other = timed_out_entry(
+        &history(&mut client, &match_id, Some(&tokens[other_seat as usize])).await,
+        *seq,
+    );
+    assert_eq!((other.seat, other.action), (late, public.clone()));
+    let spectator = timed_out_entry(&history(&mut client, &match_id, None).await, *seq);
+    assert_eq!((spectator.seat, spectator.action), (late, public));
+}
+
+#[tokio::test]
+async fn a_passed_deadline_plays_the_default_action_once_on_postgres() {
+    a_passed_deadline_plays_the_default_action_once(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_passed_deadline_plays_the_default_action_once_on_sqlite() {
+    a_passed_deadline_plays_the_default_action_once(Backend::Sqlite).await;
+}
+
+/// `missive_turns_played_total{kind="timeout"}` of one server.
+async fn timeouts_played(app: &TestApp) -> u64 {
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("missive_turns_played_total{kind=\"timeout\"} "))
+        .expect("the counter is exported")
+        .parse()
+        .expect("a number")
+}
+
+#[tokio::test]
+async fn two_replicas_play_each_passed_deadline_once() {
+    const TIMEOUT: u32 = 1;
+    let app = spawn_app(Backend::Postgres).await;
+    let replica = spawn_replica(&app).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = start_match(&mut client, 2, Some(TIMEOUT), &[]).await;
+    let started = get_match(&mut client, &match_id).await;
+
+    // Nobody acts: both replicas race for every deadline, one after the other.
+    wait_until(&mut client, &match_id, Duration::from_secs(10), |m| {
+        m.version >= started.version + 3 || m.status != pb::MatchStatus::Active as i32
+    })
+    .await;
+    let mut other = replica.grpc().await;
+    if get_match(&mut other, &match_id).await.status == pb::MatchStatus::Active as i32 {
+        leave(&mut other, &match_id, &tokens[1]).await;
+    }
+    // A turn being played when the match was abandoned is refused; let it settle.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let log = verified_audit(&mut client, &match_id).await;
+    let timeouts = check_timeouts(&log, TIMEOUT);
+    assert!(timeouts.len() >= 3, "{} timeouts", timeouts.len());
+    // Every event after the joins up to the end is a timeout, each for the seat then awaited.
+    for event in &log.events[started.version as usize..] {
+        assert!(
+            matches!(event.kind.as_str(), "timeout" | "left"),
+            "unexpected {} at seq {}",
+            event.kind,
+            event.seq
+        );
+    }
+    // Each was applied by exactly one replica.
+    let played = timeouts_played(&app).await + timeouts_played(&replica).await;
+    assert_eq!(played, timeouts.len() as u64);
+}
+
+async fn a_deadline_survives_a_restart(backend: Backend) {
+    const TIMEOUT: u32 = 2;
+    let mut app = spawn_app(backend).await;
+    let mut client = app.grpc().await;
+    let (match_id, _tokens) = start_match(&mut client, 2, Some(TIMEOUT), &[]).await;
+    let started = get_match(&mut client, &match_id).await;
+
+    // Down (killed, not stopped) while the deadline passes, then back on the same database.
+    app.restart_after(Duration::from_millis(u64::from(TIMEOUT) * 1000 + 500))
+        .await;
+    let mut client = app.grpc().await;
+    let info = wait_until(&mut client, &match_id, Duration::from_secs(5), |m| {
+        m.version > started.version
+    })
+    .await;
+    assert_eq!(info.version, started.version + 1);
+    let history = history(&mut client, &match_id, None).await;
+    let entry = history
+        .entries
+        .iter()
+        .find(|e| e.seq == started.version + 1)
+        .expect("the timeout's entry");
+    assert!(
+        matches!(entry.entry, Some(pb::history_entry::Entry::TimedOut(_))),
+        "{entry:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_deadline_survives_a_restart_on_postgres() {
+    a_deadline_survives_a_restart(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_deadline_survives_a_restart_on_sqlite() {
+    a_deadline_survives_a_restart(Backend::Sqlite).await;
+}
+
+async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut client = app.grpc().await;
+    let (match_id, _) = start_match(&mut client, 3, None, &[0, 1, 2]).await;
+    let created = get_match(&mut client, &match_id).await;
+    assert_eq!(
+        created.status,
+        pb::MatchStatus::Active as i32,
+        "starts at once"
+    );
+    for seat in &created.seats {
+        assert!(seat.taken && seat.bot, "{seat:?}");
+        assert_eq!(seat.player, "bot:random");
+    }
+    let over = wait_until(&mut client, &match_id, Duration::from_secs(60), |m| {
+        m.status != pb::MatchStatus::Active as i32
+    })
+    .await;
+    assert_eq!(over.status, pb::MatchStatus::Finished as i32);
+    let log = verified_audit(&mut client, &match_id).await;
+    let created = match &log.events[0].body {
+        Some(pb::audit_event::Body::Created(c)) => c.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(created.bots.len(), 3);
+    for event in &log.events[1..] {
+        assert_eq!(event.kind, "action", "bots play ordinary actions");
+        let seat = event.actor.expect("the bot's seat");
+        assert_eq!(
+            event.request_id.as_deref(),
+            Some(format!("bot:{}:{seat}", event.seq - 1).as_str())
+        );
+    }
+    let last = history(&mut client, &match_id, None).await;
+    assert_eq!(last.version, log.events.len() as u64);
+}
+
+#[tokio::test]
+async fn a_match_of_bots_plays_itself_to_the_end_on_postgres() {
+    a_match_of_bots_plays_itself_to_the_end(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_match_of_bots_plays_itself_to_the_end_on_sqlite() {
+    a_match_of_bots_plays_itself_to_the_end(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_player_plays_a_bot_through_the_ordinary_api() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = start_match(&mut client, 2, None, &[1]).await;
+    let refused = client
+        .join_match(pb::JoinMatchRequest {
+            match_id: match_id.clone(),
+            player: "intruder".into(),
+            seat: Some(1),
+        })
+        .await
+        .expect_err("a bot's seat is taken");
+    assert_eq!(refused.code(), Code::FailedPrecondition);
+
+    let start = Instant::now();
+    let mut moves = 0;
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the match never ended"
+        );
+        let mine = view(&mut client, &match_id, &tokens[0]).await;
+        if mine.outcome.is_some() {
+            break;
+        }
+        if !mine.awaiting.contains(&0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        moves += 1;
+        let result = client
+            .act(authed(
+                pb::ActRequest {
+                    match_id: match_id.clone(),
+                    action: Some(mine.legal_actions[moves % mine.legal_actions.len()].clone()),
+                    request_id: format!("me-{moves}"),
+                    expected_version: Some(mine.version),
+                    seat: None,
+                },
+                &tokens[0],
+            ))
+            .await;
+        // The bot may have moved in between (a new round): then look again.
+        if let Err(status) = result {
+            assert_eq!(status.code(), Code::Aborted, "{status:?}");
+        }
+    }
+    let log = verified_audit(&mut client, &match_id).await;
+    let by_bot = log
+        .events
+        .iter()
+        .filter(|e| e.actor == Some(1) && e.kind == "action");
+    assert!(by_bot.clone().count() > 0);
+    assert!(by_bot.clone().all(|e| {
+        e.request_id
+            .as_deref()
+            .is_some_and(|r| r.starts_with("bot:"))
+    }));
+    assert!(moves > 0);
+}
+
+#[tokio::test]
+async fn bad_bot_requests_are_refused_and_create_nothing() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut client = app.grpc().await;
+    let bad = [
+        vec![pb::BotSeat {
+            seat: 2,
+            strategy: String::new(),
+        }],
+        vec![pb::BotSeat {
+            seat: 0,
+            strategy: "genius".into(),
+        }],
+        vec![
+            pb::BotSeat {
+                seat: 1,
+                strategy: String::new(),
+            },
+            pb::BotSeat {
+                seat: 1,
+                strategy: "random".into(),
+            },
+        ],
+    ];
+    for bots in bad {
+        let status = client
+            .create_match(pb::CreateMatchRequest {
+                bots: bots.clone(),
+                ..love_letter_options(2)
+            })
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{bots:?}: {status:?}");
+    }
+    let listed = client
+        .list_matches(pb::ListMatchesRequest::default())
+        .await
+        .expect("list")
+        .into_inner();
+    assert!(listed.matches.is_empty());
+
+    // The server's own request ids are not for clients.
+    let (match_id, tokens) = start_match(&mut client, 2, None, &[]).await;
+    let mine = view(&mut client, &match_id, &tokens[0]).await;
+    let token = &tokens[mine.awaiting[0] as usize];
+    let mine = view(&mut client, &match_id, token).await;
+    let status = client
+        .act(authed(
+            pb::ActRequest {
+                match_id: match_id.clone(),
+                action: Some(mine.legal_actions[0].clone()),
+                request_id: format!("timeout:{}:{}", mine.version, mine.awaiting[0]),
+                expected_version: None,
+                seat: None,
+            },
+            token,
+        ))
+        .await
+        .expect_err("reserved");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert_eq!(
+        get_match(&mut client, &match_id).await.version,
+        mine.version
+    );
+}
