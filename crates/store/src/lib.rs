@@ -19,6 +19,8 @@
 //!   stored hashed ([`SeatRecord::token_hash`]).
 //! - Snapshots written by another rules version are ignored by [`Store::load`]: events are the
 //!   truth, snapshots only a cache.
+//! - An append with seats in [`MatchUpdate::notify`] queues their "your turn" webhook
+//!   notifications atomically with its events (see [`Store::claim_deliveries`]).
 //! - Errors are [`StoreError`]; `sqlx::Error` never leaves the crate.
 //!
 //! # Canonical bytes of an event (what the hash covers)
@@ -41,6 +43,7 @@
 //! stored columns alone.
 
 mod canonical;
+mod outbox;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -48,6 +51,9 @@ mod sqlite;
 use chrono::{DateTime, Utc};
 
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
+pub use outbox::{
+    Attempt, Delivery, DeliveryKey, DeliveryRecord, REMOVED, Webhook, your_turn_body,
+};
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;
@@ -214,6 +220,10 @@ pub struct MatchUpdate {
     pub status: Option<MatchStatus>,
     /// Seats to overwrite, each identified by its `seat` number.
     pub seats: Vec<SeatRecord>,
+    /// Seats this append makes awaited: each that has a webhook gets a "your turn"
+    /// notification queued in the outbox, written with the events or not at all. Ignored by
+    /// an append without events.
+    pub notify: Vec<u8>,
 }
 
 /// The result of [`Store::append`].
