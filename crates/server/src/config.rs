@@ -67,6 +67,28 @@ pub struct Config {
     /// died while playing it).
     #[arg(long, env = "MISSIVE_TURN_LEASE_SECS", default_value_t = 30)]
     pub turn_lease_secs: u64,
+
+    /// Delay before the first retry of a failed webhook delivery, in milliseconds; each further
+    /// retry waits twice as long (less up to a quarter, at random), up to the maximum.
+    #[arg(long, env = "MISSIVE_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000)]
+    pub webhook_retry_base_ms: u64,
+
+    /// Longest wait between two attempts at a webhook delivery, in seconds.
+    #[arg(long, env = "MISSIVE_WEBHOOK_RETRY_MAX_SECS", default_value_t = 3_600)]
+    pub webhook_retry_max_secs: u64,
+
+    /// Attempts at a webhook delivery before it is given up (the outbox row keeps the record).
+    #[arg(long, env = "MISSIVE_WEBHOOK_MAX_ATTEMPTS", default_value_t = 12)]
+    pub webhook_max_attempts: u32,
+
+    /// How often the delivery worker looks for due webhook deliveries, in milliseconds (it
+    /// also wakes at once after this server queues one).
+    #[arg(long, env = "MISSIVE_WEBHOOK_POLL_MS", default_value_t = 1_000)]
+    pub webhook_poll_ms: u64,
+
+    /// Seconds a webhook receiver has to answer one delivery.
+    #[arg(long, env = "MISSIVE_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
+    pub webhook_timeout_secs: u64,
 }
 
 impl Config {
@@ -87,6 +109,19 @@ impl Config {
         match &self.database_url {
             Some(url) if !url.is_empty() => url.clone(),
             _ => format!("sqlite://{}", self.data_dir.join("missive.db").display()),
+        }
+    }
+}
+
+impl Config {
+    /// The delivery worker's settings.
+    pub fn webhook_settings(&self) -> crate::webhooks::Settings {
+        crate::webhooks::Settings {
+            retry_base: Duration::from_millis(self.webhook_retry_base_ms.max(1)),
+            retry_max: Duration::from_secs(self.webhook_retry_max_secs.max(1)),
+            max_attempts: self.webhook_max_attempts.max(1),
+            poll: Duration::from_millis(self.webhook_poll_ms.max(10)),
+            timeout: Duration::from_secs(self.webhook_timeout_secs.max(1)),
         }
     }
 }
@@ -121,6 +156,11 @@ impl std::fmt::Debug for Config {
             .field("cache_capacity", &self.cache_capacity)
             .field("turn_poll_ms", &self.turn_poll_ms)
             .field("turn_lease_secs", &self.turn_lease_secs)
+            .field("webhook_retry_base_ms", &self.webhook_retry_base_ms)
+            .field("webhook_retry_max_secs", &self.webhook_retry_max_secs)
+            .field("webhook_max_attempts", &self.webhook_max_attempts)
+            .field("webhook_poll_ms", &self.webhook_poll_ms)
+            .field("webhook_timeout_secs", &self.webhook_timeout_secs)
             .finish()
     }
 }

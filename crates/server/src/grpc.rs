@@ -136,4 +136,28 @@ impl Missive for Grpc {
                 .await?,
         ))
     }
+
+    async fn set_webhook(
+        &self,
+        request: Request<pb::SetWebhookRequest>,
+    ) -> Result<Response<pb::SetWebhookResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service
+                .set_webhook(&caller, request.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn get_webhook(
+        &self,
+        request: Request<pb::GetWebhookRequest>,
+    ) -> Result<Response<pb::GetWebhookResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service
+                .get_webhook(&caller, request.into_inner())
+                .await?,
+        ))
+    }
 }

@@ -12,6 +12,9 @@
 //! - `GET  /v1/matches/{id}/history?seat=` → GetHistoryResponse
 //! - `GET  /v1/matches/{id}/watch?afterVersion=&seat=` → `text/event-stream` of WatchMatchResponse
 //! - `POST /v1/matches/{id}/leave` LeaveMatchRequest → LeaveMatchResponse
+//! - `PUT  /v1/matches/{id}/webhook` SetWebhookRequest → SetWebhookResponse
+//! - `DELETE /v1/matches/{id}/webhook` → SetWebhookResponse (the webhook removed)
+//! - `GET  /v1/matches/{id}/webhook` → GetWebhookResponse
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -27,7 +30,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use futures::Stream;
 use missive_proto::v1 as pb;
 use serde::Serialize;
@@ -222,6 +225,43 @@ async fn leave_match(
     ))
 }
 
+async fn set_webhook(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ProtoJson(mut request): ProtoJson<pb::SetWebhookRequest>,
+) -> ApiResult<Reply<pb::SetWebhookResponse>> {
+    same_match(id, &mut request.match_id)?;
+    Ok(Reply(
+        service.set_webhook(&caller(&headers)?, request).await?,
+    ))
+}
+
+async fn remove_webhook(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Reply<pb::SetWebhookResponse>> {
+    let request = pb::SetWebhookRequest {
+        match_id: id,
+        url: String::new(),
+    };
+    Ok(Reply(
+        service.set_webhook(&caller(&headers)?, request).await?,
+    ))
+}
+
+async fn get_webhook(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Reply<pb::GetWebhookResponse>> {
+    let request = pb::GetWebhookRequest { match_id: id };
+    Ok(Reply(
+        service.get_webhook(&caller(&headers)?, request).await?,
+    ))
+}
+
 /// Each update is an SSE event `update` whose id is the version and whose data is a
 /// WatchMatchResponse; an error mid-stream is an `error` event with the error body, and ends it.
 async fn watch_match(
@@ -322,6 +362,10 @@ pub fn router(config: &Config, service: Arc<Service>) -> Router {
         .route("/v1/matches/{id}/history", get(get_history))
         .route("/v1/matches/{id}/watch", get(watch_match))
         .route("/v1/matches/{id}/leave", post(leave_match))
+        .route(
+            "/v1/matches/{id}/webhook",
+            put(set_webhook).delete(remove_webhook).get(get_webhook),
+        )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi_json))

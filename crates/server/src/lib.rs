@@ -17,6 +17,7 @@ pub mod grpc;
 pub mod metrics;
 pub mod service;
 pub mod turns;
+pub mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -65,6 +66,14 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // The webhook delivery worker stops with the servers; a delivery cut short stays leased
+    // and is attempted again (here or by another replica) once its lease runs out.
+    let webhook_worker = tokio::spawn(webhooks::run(
+        service.store().clone(),
+        config.webhook_settings(),
+        service.webhook_wake(),
+        stop_rx.clone(),
+    ));
     let watches = service.clone();
     tokio::spawn(async move {
         shutdown.await;
@@ -103,13 +112,15 @@ pub async fn run(
         stopped().await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
-    tokio::select! {
+    let result = tokio::select! {
         result = servers => result,
         () = deadline => {
             tracing::warn!("connections still open after the grace period; stopping anyway");
             Ok(())
         }
-    }
+    };
+    webhook_worker.abort();
+    result
 }
 
 async fn grpc_server(

@@ -247,6 +247,11 @@ fn build() -> Value {
             "/v1/matches/{matchId}/leave": {
                 "post": operation("LeaveMatch", "Give up the token's seat", Some("LeaveMatchRequest"), "LeaveMatchResponse", "200", &[path_id()], true),
             },
+            "/v1/matches/{matchId}/webhook": {
+                "put": operation("SetWebhook", "Register or replace the token's seat's \"your turn\" webhook; returns its signing secret once", Some("SetWebhookRequest"), "SetWebhookResponse", "200", &[path_id()], true),
+                "delete": operation("RemoveWebhook", "Remove the token's seat's webhook", None, "SetWebhookResponse", "200", &[path_id()], true),
+                "get": operation("GetWebhook", "The token's seat's webhook and its recent deliveries", None, "GetWebhookResponse", "200", &[path_id()], true),
+            },
             "/healthz": { "get": { "operationId": "Health", "responses": { "200": { "description": "Serving" }, "503": { "description": "Store unavailable" } } } },
             "/metrics": { "get": { "operationId": "Metrics", "responses": { "200": { "description": "Prometheus text format", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }
         }

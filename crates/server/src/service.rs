@@ -25,7 +25,7 @@ use missive_store::{
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::sync::{OwnedMutexGuard, broadcast, mpsc};
+use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 
 use crate::auth;
 use crate::bots;
@@ -109,6 +109,8 @@ pub struct Service {
     /// Woken when this server wrote pending turns, so the turn worker claims bot turns at
     /// once instead of at its next poll.
     turns_written: tokio::sync::Notify,
+    /// Wakes the webhook delivery worker after an append queued notifications.
+    webhook_wake: Arc<Notify>,
 }
 
 /// Who acts: a caller with a seat token (and the seat the request names, if any), or this
@@ -295,6 +297,19 @@ impl Service {
             watchers: Mutex::new(HashMap::new()),
             stopping: tokio::sync::watch::Sender::new(false),
             turns_written: tokio::sync::Notify::new(),
+            webhook_wake: Arc::new(Notify::new()),
+        }
+    }
+
+    /// What the webhook delivery worker waits on between polls.
+    pub fn webhook_wake(&self) -> Arc<Notify> {
+        self.webhook_wake.clone()
+    }
+
+    /// Tells the delivery worker an append may have queued notifications for `seats`.
+    fn wake_webhooks(&self, seats: &[u8]) {
+        if !seats.is_empty() {
+            self.webhook_wake.notify_one();
         }
     }
 
@@ -613,6 +628,7 @@ impl Service {
                         status: Some(status),
                         seats: taken,
                         turns,
+                        notify: Vec::new(),
                     },
                 },
                 vec![NewEvent {
@@ -750,6 +766,9 @@ impl Service {
                 .filter(|s| s.player.is_none())
                 .count()
                 == 1;
+            // A free seat's webhook, if any, is a previous player's: it must not learn of
+            // this player's turns.
+            self.store.remove_webhook(id, seat).await?;
             let at = missive_store::truncate_to_micros(Utc::now());
             let status = if starts {
                 MatchStatus::Active
@@ -772,7 +791,14 @@ impl Service {
                     None,
                     at,
                 ),
+                // The match starts: every seat it awaits is newly awaited.
+                notify: if starts {
+                    live.state.awaiting().iter().collect()
+                } else {
+                    Vec::new()
+                },
             };
+            let notify = update.notify.clone();
             let event = NewEvent {
                 kind: kinds::JOINED.into(),
                 actor: Some(seat),
@@ -792,6 +818,7 @@ impl Service {
                     }
                     self.wrote_turns(update_turns.as_ref());
                     self.sync_record(live).await?;
+                    self.wake_webhooks(&notify);
                     tracing::info!(match_id = %id, seat, "seat taken");
                     let info = self.info(&live.record, live.game.as_ref()).await?;
                     return Ok(pb::JoinMatchResponse {
@@ -1029,7 +1056,8 @@ impl Service {
                 payload: json!({ "seat": seat, "action": action }),
                 at,
             };
-            let status = if next.outcome().is_some() {
+            let over = next.outcome().is_some();
+            let status = if over {
                 MatchStatus::Finished
             } else {
                 MatchStatus::Active
@@ -1043,10 +1071,20 @@ impl Service {
                 at,
             );
             let update = MatchUpdate {
-                status: next.outcome().is_some().then_some(MatchStatus::Finished),
+                status: over.then_some(MatchStatus::Finished),
                 seats: Vec::new(),
                 turns: turns.clone(),
+                // Seats awaited after the action that were not before it.
+                notify: if over {
+                    Vec::new()
+                } else {
+                    next.awaiting()
+                        .iter()
+                        .filter(|s| !before.contains(*s))
+                        .collect()
+                },
             };
+            let notify = update.notify.clone();
             match self
                 .store
                 .append(id, live.record.version, vec![event], update)
@@ -1071,6 +1109,7 @@ impl Service {
                     }
                     self.wrote_turns(turns.as_ref());
                     self.sync_record(live).await?;
+                    self.wake_webhooks(&notify);
                     crate::metrics::record_act();
                     tracing::info!(match_id = %id, seat, version, kind, "action applied");
                     let view = self.live_view(live, Viewer::Seat(seat)).await?;
@@ -1188,11 +1227,13 @@ impl Service {
                         bot: None,
                     }],
                     turns,
+                    notify: Vec::new(),
                 },
                 MatchStatus::Active => MatchUpdate {
                     status: Some(MatchStatus::Abandoned),
                     seats: Vec::new(),
                     turns,
+                    notify: Vec::new(),
                 },
                 _ => return Err(ApiError::precondition("match-over", "the match is over")),
             };
@@ -1225,6 +1266,78 @@ impl Service {
         Err(ApiError::Unavailable(
             "too much contention on this match".into(),
         ))
+    }
+
+    /// The seat of the caller's token, which is required.
+    async fn token_seat(&self, caller: &Caller, id: MatchId) -> ApiResult<(MatchRecord, u8)> {
+        let record = self.store.get_match(id).await?;
+        let Viewer::Seat(seat) = auth::viewer(&record, caller.token.as_deref(), None, true)? else {
+            unreachable!("a required token gives a seat")
+        };
+        Ok((record, seat))
+    }
+
+    /// Registers, replaces or (with an empty URL) removes the token's seat's webhook. A new
+    /// secret is drawn at each registration and shown only in this response.
+    pub async fn set_webhook(
+        &self,
+        caller: &Caller,
+        req: pb::SetWebhookRequest,
+    ) -> ApiResult<pb::SetWebhookResponse> {
+        let id = parse_id(&req.match_id)?;
+        let (record, seat) = self.token_seat(caller, id).await?;
+        if req.url.is_empty() {
+            self.store.remove_webhook(id, seat).await?;
+            tracing::info!(match_id = %id, seat, "webhook removed");
+            return Ok(pb::SetWebhookResponse {
+                secret: String::new(),
+            });
+        }
+        crate::webhooks::validate_url(&req.url).map_err(ApiError::invalid)?;
+        if is_over(record.status) {
+            return Err(ApiError::precondition("match-over", "the match is over"));
+        }
+        let secret = auth::random_bytes()?;
+        self.store
+            .set_webhook(id, seat, &req.url, secret, Utc::now())
+            .await?;
+        tracing::info!(match_id = %id, seat, "webhook set");
+        Ok(pb::SetWebhookResponse {
+            secret: hex::encode(secret),
+        })
+    }
+
+    /// The token's seat's webhook URL and its most recent deliveries.
+    pub async fn get_webhook(
+        &self,
+        caller: &Caller,
+        req: pb::GetWebhookRequest,
+    ) -> ApiResult<pb::GetWebhookResponse> {
+        const RECENT: u32 = 50;
+        let id = parse_id(&req.match_id)?;
+        let (_, seat) = self.token_seat(caller, id).await?;
+        let url = self
+            .store
+            .webhook(id, seat)
+            .await?
+            .map(|w| w.url)
+            .unwrap_or_default();
+        let deliveries = self
+            .store
+            .deliveries(id, Some(seat), RECENT)
+            .await?
+            .into_iter()
+            .map(|d| pb::WebhookDelivery {
+                version: d.key.seq,
+                url: d.url,
+                attempts: d.attempts,
+                delivered_at: d.delivered_at.map(timestamp),
+                next_attempt_at: d.next_attempt_at.map(timestamp),
+                last_status: d.last_status.map(u32::from),
+                last_error: d.last_error.unwrap_or_default(),
+            })
+            .collect();
+        Ok(pb::GetWebhookResponse { url, deliveries })
     }
 
     /// Replays the whole log from setup, calling `f` with each event, what it produced, and the

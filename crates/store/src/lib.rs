@@ -23,6 +23,8 @@
 //!   same statement (PostgreSQL) or transaction (SQLite) as the events that make their seats
 //!   awaited, so a committed event never lacks its deadline. [`Store::claim_turns`] leases due
 //!   turns; concurrent claimers never get the same turn while its lease runs.
+//! - An append with seats in [`MatchUpdate::notify`] queues their "your turn" webhook
+//!   notifications atomically with its events (see [`Store::claim_deliveries`]).
 //! - Errors are [`StoreError`]; `sqlx::Error` never leaves the crate.
 //!
 //! # Canonical bytes of an event (what the hash covers)
@@ -45,6 +47,7 @@
 //! stored columns alone.
 
 mod canonical;
+mod outbox;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -53,6 +56,9 @@ mod turns;
 use chrono::{DateTime, Utc};
 
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
+pub use outbox::{
+    Attempt, Delivery, DeliveryKey, DeliveryRecord, REMOVED, Webhook, your_turn_body,
+};
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;
@@ -227,6 +233,10 @@ pub struct MatchUpdate {
     /// leaves them alone (matches with no deadlines and no bots), keeping the append a plain
     /// insert.
     pub turns: Option<Vec<PendingTurn>>,
+    /// Seats this append makes awaited: each that has a webhook gets a "your turn"
+    /// notification queued in the outbox, written with the events or not at all. Ignored by
+    /// an append without events.
+    pub notify: Vec<u8>,
 }
 
 /// A seat the server will act for unless the seat acts first: a human seat's turn deadline

@@ -11,6 +11,9 @@
 //! that lost the race finds the head moved and gets a conflict (or, for a retried request, the
 //! original events).
 //!
+//! Webhook notifications for the seats an append makes awaited are one more clause of the
+//! same statement ([`ENQUEUE_OUTBOX`]), so they exist exactly when the events do.
+//!
 //! The read is skipped when this process already knows the match's head: the server that wrote
 //! a match's last event usually writes its next one. The cached head is only a guess; the
 //! statement itself checks both version and last hash, so a stale guess costs a retry of the
@@ -454,9 +457,20 @@ const WRITE_TURNS: &str = "td AS (
                 ELSE EXCLUDED.due_at END
     )";
 
+/// The "your turn" notifications of an append: one outbox row per seat in `$25` (with its
+/// payload in `$26`) that has a webhook, for the last inserted event, only if `h` inserted.
+const ENQUEUE_OUTBOX: &str = "o AS (
+        INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
+        SELECT w.match_id, (SELECT max(seq) FROM h), w.seat, w.url, n.body, $13, $13
+        FROM UNNEST($25::smallint[], $26::text[]) AS n(seat, body)
+        JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
+        WHERE EXISTS (SELECT 1 FROM h)
+    )";
+
 /// The single append statement: insert the events if the head is as expected, and with them
-/// the status and seat changes, if any. `None` when it wrote nothing (the head moved, a seat is
-/// out of range, or the request id or seq was taken by a concurrent writer).
+/// the status and seat changes, the pending turns and the webhook notifications, if any. `None`
+/// when it wrote nothing (the head moved, a seat is out of range, or the request id or seq was
+/// taken by a concurrent writer).
 async fn write(
     pg: &Pg,
     id: MatchId,
@@ -478,24 +492,41 @@ async fn write(
         .map(i16::from)
         .max()
         .unwrap_or(-1);
-    let plain =
-        update.status.is_none() && seats.is_empty() && update.turns.is_none() && !stored.is_empty();
-    let turns = update.turns.as_deref().map(TurnColumns::new);
-    let write_turns = if turns.is_some() {
+    let changes_match = update.status.is_some() || !seats.is_empty();
+    let notify = !update.notify.is_empty() && !stored.is_empty();
+    let plain = !changes_match && !notify && update.turns.is_none() && !stored.is_empty();
+    let turns = TurnColumns::new(update.turns.as_deref().unwrap_or_default());
+    let write_turns = if update.turns.is_some() {
         format!(", {WRITE_TURNS}")
     } else {
         String::new()
+    };
+    let (notify_seats, notify_bodies) = match stored.last() {
+        Some(last) if notify => crate::outbox::bodies(id, last.seq, last.at, &update.notify),
+        _ => (Vec::new(), Vec::new()),
     };
     let sql = if plain {
         // Most appends: one INSERT, nothing else written.
         format!("{INSERT_EVENTS}{HEAD_IS}")
     } else if !stored.is_empty() {
+        // The match row is written only when the status or the seats change.
+        let mut clauses = Vec::new();
+        if changes_match {
+            clauses.push(UPDATE_MATCH);
+        }
+        if update.turns.is_some() {
+            clauses.push(WRITE_TURNS);
+        }
+        if notify {
+            clauses.push(ENQUEUE_OUTBOX);
+        }
         format!(
             "WITH h AS ({INSERT_EVENTS}{HEAD_IS}
                 AND EXISTS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15)
                 RETURNING seq
-            ), {UPDATE_MATCH}{write_turns}
-            SELECT count(*) FROM h"
+            ), {}
+            SELECT count(*) FROM h",
+            clauses.join(", ")
         )
     } else {
         format!(
@@ -548,7 +579,7 @@ async fn write(
     let result = if plain {
         query.execute(&pg.pool).await.map(|r| r.rows_affected())
     } else {
-        let query = query
+        query
             .bind(truncate_to_micros(Utc::now()))
             .bind(update.status.map(|s| s.as_str()))
             .bind(max_seat)
@@ -560,17 +591,14 @@ async fn write(
                     .map(|s| s.token_hash.map(|h| h.to_vec()))
                     .collect::<Vec<_>>(),
             )
-            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>());
-        let query = match turns {
-            Some(turns) => query
-                .bind(turns.seat)
-                .bind(turns.due_at)
-                .bind(turns.bot)
-                .bind(turns.continuing)
-                .bind(to_i64(version)?),
-            None => query,
-        };
-        query
+            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
+            .bind(turns.seat)
+            .bind(turns.due_at)
+            .bind(turns.bot)
+            .bind(turns.continuing)
+            .bind(to_i64(version)?)
+            .bind(notify_seats)
+            .bind(notify_bodies)
             .fetch_one(&pg.pool)
             .await
             .and_then(|row| sqlx::Row::try_get::<i64, _>(&row, 0))

@@ -311,6 +311,26 @@ pub(crate) async fn append(
     if let Some(turns) = &update.turns {
         crate::turns::sqlite_replace(&mut tx, &key, version, turns).await?;
     }
+    if let Some(last) = stored.last() {
+        let (seats, bodies) = crate::outbox::bodies(id, last.seq, last.at, &update.notify);
+        let now = crate::outbox::micros(truncate_to_micros(Utc::now()));
+        for (seat, body) in seats.into_iter().zip(bodies) {
+            sqlx::query(
+                "INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at,
+                     created_at)
+                 SELECT match_id, ?1, seat, url, ?2, ?3, ?3 FROM webhooks
+                 WHERE match_id = ?4 AND seat = ?5",
+            )
+            .bind(to_i64(last.seq)?)
+            .bind(body)
+            .bind(now)
+            .bind(&key)
+            .bind(seat)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+    }
     tx.commit().await.map_err(db)?;
     Ok(Appended {
         events: stored,

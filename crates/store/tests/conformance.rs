@@ -10,6 +10,10 @@ use missive_store::{
     ChainCheck, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate, NewEvent, NewMatch,
     PendingTurn, SeatRecord, Snapshot, Store, StoreError, StoreOptions, canonical_bytes,
     event_hash, truncate_to_micros,
+
+    Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate,
+    NewEvent, NewMatch, REMOVED, SeatRecord, Snapshot, Store, StoreError, StoreOptions,
+    canonical_bytes, event_hash, truncate_to_micros, your_turn_body,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -383,6 +387,7 @@ mod checks {
                     status: Some(MatchStatus::Active),
                     seats: vec![bob.clone()],
                     turns: None,
+                    notify: Vec::new(),
                 },
             )
             .await?;
@@ -414,6 +419,7 @@ mod checks {
                     status: Some(MatchStatus::Finished),
                     seats: vec![carol],
                     turns: None,
+                    notify: Vec::new(),
                 },
             )
             .await;
@@ -435,6 +441,7 @@ mod checks {
                     status: None,
                     seats: vec![no_seat],
                     turns: None,
+                    notify: Vec::new(),
                 },
             )
             .await;
@@ -469,6 +476,7 @@ mod checks {
                             status: Some(MatchStatus::Active),
                             seats: vec![seat],
                             turns: None,
+                            notify: Vec::new(),
                         },
                     )
                     .await?;
@@ -861,6 +869,66 @@ mod checks {
                 vec![action(0, "late", 3)],
                 update(Some(Vec::new())),
             )
+    /// A match with one event, seat 0 and seat 1 on webhooks A and B, seat 2 on none.
+    async fn match_with_webhooks(h: &Harness) -> Result<MatchId> {
+        let m = new_match(3);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let now = Utc::now();
+        h.store
+            .set_webhook(m.id, 0, "http://a.example/hook", [1; 32], now)
+            .await?;
+        h.store
+            .set_webhook(m.id, 1, "http://b.example/hook", [2; 32], now)
+            .await?;
+        Ok(m.id)
+    }
+
+    fn notify(seats: &[u8]) -> MatchUpdate {
+        MatchUpdate {
+            notify: seats.to_vec(),
+            ..MatchUpdate::default()
+        }
+    }
+
+    pub(super) async fn an_append_queues_notifications_for_the_awaited_seats_with_webhooks(
+        h: &Harness,
+    ) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        let hook = h.store.webhook(id, 0).await?.context("seat 0's webhook")?;
+        assert_eq!(hook.url, "http://a.example/hook");
+        assert_eq!(hook.secret, [1; 32]);
+        assert_eq!(h.store.webhook(id, 2).await?, None);
+        let before = Utc::now() - Duration::from_secs(1);
+        let appended = h
+            .store
+            .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 2]))
+            .await?;
+        let event = &appended.events[0];
+        let rows = h.store.deliveries(id, None, 100).await?;
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        assert_eq!(
+            row.key,
+            DeliveryKey {
+                match_id: id,
+                seq: 2,
+                seat: 0
+            }
+        );
+        assert_eq!(row.url, "http://a.example/hook");
+        assert_eq!(row.body, your_turn_body(id, 2, 0, event.at));
+        let body: serde_json::Value = serde_json::from_str(&row.body)?;
+        assert_eq!(body["type"], "your_turn");
+        assert_eq!(body["seat"], 0);
+        assert_eq!(body["version"], 2);
+        assert_eq!(body["matchId"], id.to_string());
+        assert_eq!(row.attempts, 0);
+        assert!(row.next_attempt_at.is_some_and(|t| t >= before));
+        assert_eq!((row.delivered_at, row.last_status), (None, None));
+        // A refused append queues nothing.
+        let stale = h
+            .store
+            .append(id, 1, vec![action(0, "r2", 2)], notify(&[1]))
             .await;
         assert!(
             matches!(stale, Err(StoreError::Conflict { .. })),
@@ -942,6 +1010,20 @@ mod checks {
                 vec![action(1, "x", 2)],
                 MatchUpdate {
                     turns: Some(vec![turn(0, 25, None, true)]),
+        // Neither does an append that makes nobody awaited.
+        h.store
+            .append(id, 2, vec![action(0, "r3", 3)], MatchUpdate::default())
+            .await?;
+        assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 1);
+        // With a status change, and two events: the notification names the last one.
+        h.store
+            .append(
+                id,
+                3,
+                vec![action(0, "r4", 4), action(0, "r5", 5)],
+                MatchUpdate {
+                    status: Some(MatchStatus::Active),
+                    notify: vec![1, 0],
                     ..MatchUpdate::default()
                 },
             )
@@ -971,6 +1053,167 @@ mod checks {
         let mut tasks = tokio::task::JoinSet::new();
         for c in 0..8 {
             let store = if c % 2 == 0 {
+        assert_eq!(h.store.get_match(id).await?.status, MatchStatus::Active);
+        let rows = h.store.deliveries(id, None, 100).await?;
+        let keys: Vec<_> = rows.iter().map(|r| (r.key.seq, r.key.seat)).collect();
+        assert_eq!(keys, vec![(5, 0), (5, 1), (2, 0)]);
+        assert_eq!(h.store.deliveries(id, Some(1), 100).await?.len(), 1);
+        // A retried request returns the original events and queues nothing more.
+        let again = h
+            .store
+            .append(id, 5, vec![action(0, "r4", 4)], notify(&[0]))
+            .await?;
+        assert!(again.duplicate);
+        assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 3);
+        Ok(())
+    }
+
+    pub(super) async fn claimed_deliveries_are_leased_retried_and_recorded(
+        h: &Harness,
+    ) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        h.store
+            .append(id, 1, vec![action(1, "r1", 1)], notify(&[0]))
+            .await?;
+        let now = Utc::now() + Duration::from_secs(1);
+        let lease = now + Duration::from_secs(30);
+        let claimed = h.store.claim_deliveries(now, lease, 10).await?;
+        assert_eq!(claimed.len(), 1);
+        let d = &claimed[0];
+        assert_eq!((d.key.seq, d.key.seat, d.attempts), (2, 0, 0));
+        assert_eq!(d.secret, Some([1; 32]));
+        assert_eq!(d.url, "http://a.example/hook");
+        // Leased: nobody else gets it until the lease runs out.
+        assert!(h.store.claim_deliveries(now, lease, 10).await?.is_empty());
+        let after_lease = lease + Duration::from_secs(1);
+        let reclaimed = h
+            .store
+            .claim_deliveries(after_lease, after_lease, 10)
+            .await?;
+        assert_eq!(reclaimed.len(), 1, "an expired lease frees the row");
+        // A failed attempt is retried when due, not before.
+        let retry_at = after_lease + Duration::from_secs(60);
+        h.store
+            .record_delivery(
+                d.key,
+                &Attempt::Failed {
+                    status: Some(500),
+                    error: "HTTP 500".into(),
+                    retry_at: Some(retry_at),
+                },
+                after_lease,
+            )
+            .await?;
+        let row = h.store.deliveries(id, Some(0), 10).await?.remove(0);
+        assert_eq!(row.attempts, 1);
+        assert_eq!(row.last_status, Some(500));
+        assert_eq!(row.last_error.as_deref(), Some("HTTP 500"));
+        assert_eq!(row.next_attempt_at, Some(truncate_to_micros(retry_at)));
+        assert_eq!(row.delivered_at, None);
+        let early = retry_at - Duration::from_secs(1);
+        assert!(h.store.claim_deliveries(early, early, 10).await?.is_empty());
+        let again = h
+            .store
+            .claim_deliveries(retry_at, lease_of(retry_at), 10)
+            .await?;
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempts, 1);
+        h.store
+            .record_delivery(d.key, &Attempt::Delivered { status: 204 }, retry_at)
+            .await?;
+        let row = h.store.deliveries(id, Some(0), 10).await?.remove(0);
+        assert_eq!(row.attempts, 2);
+        assert_eq!(row.last_status, Some(204));
+        assert_eq!(row.last_error, None);
+        assert_eq!(row.delivered_at, Some(truncate_to_micros(retry_at)));
+        assert_eq!(row.next_attempt_at, None);
+        let later = retry_at + Duration::from_secs(3600);
+        assert!(h.store.claim_deliveries(later, later, 10).await?.is_empty());
+        // A late report from a worker whose lease ran out does not undo the delivery.
+        h.store
+            .record_delivery(
+                d.key,
+                &Attempt::Failed {
+                    status: None,
+                    error: "timed out".into(),
+                    retry_at: Some(later),
+                },
+                later,
+            )
+            .await?;
+        assert_eq!(h.store.deliveries(id, Some(0), 10).await?.remove(0), row);
+        // Giving up leaves the record and never claims the row again.
+        h.store
+            .append(id, 2, vec![action(0, "r2", 2)], notify(&[1]))
+            .await?;
+        let t = Utc::now() + Duration::from_secs(1);
+        let claimed = h.store.claim_deliveries(t, t, 10).await?;
+        assert_eq!(claimed.len(), 1);
+        h.store
+            .record_delivery(
+                claimed[0].key,
+                &Attempt::Failed {
+                    status: None,
+                    error: "connection refused".into(),
+                    retry_at: None,
+                },
+                t,
+            )
+            .await?;
+        let row = h.store.deliveries(id, Some(1), 10).await?.remove(0);
+        assert_eq!((row.attempts, row.next_attempt_at), (1, None));
+        assert_eq!(row.last_error.as_deref(), Some("connection refused"));
+        assert!(h.store.claim_deliveries(later, later, 10).await?.is_empty());
+        Ok(())
+    }
+
+    fn lease_of(t: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
+        t + Duration::from_secs(30)
+    }
+
+    pub(super) async fn a_replaced_or_removed_webhook_redirects_or_cancels_its_queue(
+        h: &Harness,
+    ) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        h.store
+            .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 1]))
+            .await?;
+        h.store
+            .set_webhook(id, 0, "https://new.example/hook", [3; 32], Utc::now())
+            .await?;
+        assert!(h.store.remove_webhook(id, 1).await?);
+        assert!(!h.store.remove_webhook(id, 1).await?);
+        assert_eq!(h.store.webhook(id, 1).await?, None);
+        let cancelled = h.store.deliveries(id, Some(1), 10).await?.remove(0);
+        assert_eq!(cancelled.next_attempt_at, None);
+        assert_eq!(cancelled.last_error.as_deref(), Some(REMOVED));
+        let t = Utc::now() + Duration::from_secs(1);
+        let claimed = h.store.claim_deliveries(t, lease_of(t), 10).await?;
+        assert_eq!(claimed.len(), 1, "{claimed:?}");
+        assert_eq!(claimed[0].key.seat, 0);
+        assert_eq!(claimed[0].url, "https://new.example/hook");
+        assert_eq!(claimed[0].secret, Some([3; 32]));
+        // Nothing is queued for a seat without a webhook.
+        h.store
+            .append(id, 2, vec![action(0, "r2", 2)], notify(&[1]))
+            .await?;
+        assert_eq!(h.store.deliveries(id, Some(1), 10).await?.len(), 1);
+        Ok(())
+    }
+
+    pub(super) async fn two_workers_never_claim_the_same_notification(h: &Harness) -> Result<()> {
+        const MATCHES: usize = 12;
+        for _ in 0..MATCHES {
+            let id = match_with_webhooks(h).await?;
+            h.store
+                .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 1]))
+                .await?;
+        }
+        let second_server = Store::connect(&h.url, options()).await?;
+        let t = Utc::now() + Duration::from_secs(1);
+        let mut tasks = tokio::task::JoinSet::new();
+        for w in 0..8 {
+            let store = if w % 2 == 0 {
                 h.store.clone()
             } else {
                 second_server.clone()
@@ -996,6 +1239,17 @@ mod checks {
             ids.into_iter().collect::<Vec<_>>(),
             "each turn claimed exactly once"
         );
+            tasks.spawn(async move { store.claim_deliveries(t, lease_of(t), 5).await });
+        }
+        let mut keys = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            keys.extend(joined??.into_iter().map(|d| d.key));
+        }
+        let total = keys.len();
+        keys.sort_by_key(|k| (k.match_id, k.seq, k.seat));
+        keys.dedup();
+        assert_eq!(keys.len(), total, "a notification was claimed twice");
+        assert_eq!(total, 2 * MATCHES, "every due notification was claimed");
         Ok(())
     }
 }
@@ -1043,4 +1297,8 @@ conformance!(
     pending_turns_are_written_with_their_event_and_replaced_by_the_next,
     due_turns_are_claimed_once_until_their_lease_expires,
     concurrent_claimers_never_share_a_turn,
+    an_append_queues_notifications_for_the_awaited_seats_with_webhooks,
+    claimed_deliveries_are_leased_retried_and_recorded,
+    a_replaced_or_removed_webhook_redirects_or_cancels_its_queue,
+    two_workers_never_claim_the_same_notification,
 );

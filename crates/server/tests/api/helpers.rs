@@ -21,6 +21,8 @@ pub(crate) enum Backend {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Options {
     pub(crate) allow_fixed_deck: bool,
+    /// Extra environment for the server, e.g. short webhook back-offs.
+    pub(crate) env: &'static [(&'static str, &'static str)],
 }
 
 /// A running server; killed, and its database dropped, on drop.
@@ -68,6 +70,9 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
         .env_remove("DATABASE_URL")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    for (key, value) in options.env {
+        command.env(key, value);
+    }
     let mut database = None;
     if backend == Backend::Postgres {
         let admin = admin_url();

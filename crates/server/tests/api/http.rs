@@ -495,6 +495,7 @@ async fn a_fixed_deck_is_refused_unless_allowed_and_then_shown_in_every_view() {
         Backend::Sqlite,
         crate::helpers::Options {
             allow_fixed_deck: true,
+            ..Default::default()
         },
     )
     .await;

@@ -6,3 +6,4 @@ mod helpers;
 mod http;
 mod lopti;
 mod turns;
+mod webhooks;

@@ -1,0 +1,586 @@
+//! "Your turn" webhooks end to end: a local receiver on 127.0.0.1 gets signed notifications
+//! when its seat becomes awaited; failing receivers get retries with growing gaps and the
+//! delivery is recorded; bad registrations are refused; a removed webhook hears nothing.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, Mac};
+use missive_proto::v1 as pb;
+use missive_proto::v1::missive_client::MissiveClient;
+use serde_json::Value;
+use sha2::Sha256;
+use tonic::Code;
+use tonic::transport::Channel;
+
+use crate::helpers::{Backend, Lcg, Options, TestApp, authed, love_letter_options, spawn_app_with};
+
+/// Short back-offs and polls so retries happen within a test.
+const FAST: Options = Options {
+    allow_fixed_deck: false,
+    env: &[
+        ("MISSIVE_WEBHOOK_POLL_MS", "40"),
+        ("MISSIVE_WEBHOOK_RETRY_BASE_MS", "300"),
+        ("MISSIVE_WEBHOOK_MAX_ATTEMPTS", "4"),
+        ("MISSIVE_WEBHOOK_TIMEOUT_SECS", "2"),
+    ],
+};
+const RETRY_BASE: Duration = Duration::from_millis(300);
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Hit {
+    at: Instant,
+    headers: HeaderMap,
+    body: String,
+}
+
+#[derive(Debug, Clone)]
+struct ReceiverState {
+    hits: Arc<Mutex<Vec<Hit>>>,
+    /// Requests still to answer 500 before answering 204.
+    failures: Arc<AtomicUsize>,
+}
+
+/// A webhook receiver on a free local port.
+#[derive(Debug)]
+struct Receiver {
+    url: String,
+    state: ReceiverState,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Receiver {
+    /// A receiver that answers 500 to its first `failures` requests, then 204.
+    async fn start(failures: usize) -> Receiver {
+        async fn hook(
+            State(state): State<ReceiverState>,
+            headers: HeaderMap,
+            body: String,
+        ) -> StatusCode {
+            state.hits.lock().expect("hits").push(Hit {
+                at: Instant::now(),
+                headers,
+                body,
+            });
+            let failing = state
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if failing {
+                StatusCode::INTERNAL_SERVER_ERROR
+            } else {
+                StatusCode::NO_CONTENT
+            }
+        }
+        let state = ReceiverState {
+            hits: Arc::default(),
+            failures: Arc::new(AtomicUsize::new(failures)),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/hooks/turn", listener.local_addr().expect("addr"));
+        let app = axum::Router::new()
+            .route("/hooks/turn", axum::routing::post(hook))
+            .with_state(state.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.expect("receiver serves");
+        });
+        Receiver { url, state, task }
+    }
+
+    fn hits(&self) -> Vec<Hit> {
+        self.state.hits.lock().expect("hits").clone()
+    }
+
+    /// Waits until at least `n` requests arrived; panics after `within`.
+    async fn wait_for(&self, n: usize, within: Duration) -> Vec<Hit> {
+        let deadline = Instant::now() + within;
+        loop {
+            let hits = self.hits();
+            if hits.len() >= n {
+                return hits;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} webhook requests arrived within {within:?}",
+                hits.len()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Checks the signature headers of a hit against the secret, and returns the JSON body.
+fn verify(hit: &Hit, secret_hex: &str) -> Value {
+    let timestamp = hit.headers["x-missive-timestamp"].to_str().expect("text");
+    let sent: i64 = timestamp.parse().expect("unix seconds");
+    let now = chrono::Utc::now().timestamp();
+    assert!((now - sent).abs() < 60, "timestamp {sent} is not recent");
+    let secret = hex::decode(secret_hex).expect("hex secret");
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&secret).expect("key");
+    mac.update(format!("{timestamp}.{}", hit.body).as_bytes());
+    let expected = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    assert_eq!(
+        hit.headers["x-missive-signature"].to_str().expect("text"),
+        expected,
+        "the signature checks out"
+    );
+    assert_eq!(hit.headers["content-type"], "application/json");
+    serde_json::from_str(&hit.body).expect("a JSON body")
+}
+
+async fn create(client: &mut MissiveClient<Channel>) -> String {
+    client
+        .create_match(love_letter_options(2))
+        .await
+        .expect("create")
+        .into_inner()
+        .r#match
+        .expect("info")
+        .match_id
+}
+
+async fn join(client: &mut MissiveClient<Channel>, match_id: &str, seat: u32) -> String {
+    client
+        .join_match(pb::JoinMatchRequest {
+            match_id: match_id.to_owned(),
+            player: format!("player {seat}"),
+            seat: Some(seat),
+        })
+        .await
+        .expect("join")
+        .into_inner()
+        .seat_token
+}
+
+async fn set_webhook(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: &str,
+    url: &str,
+) -> Result<String, tonic::Status> {
+    client
+        .set_webhook(authed(
+            pb::SetWebhookRequest {
+                match_id: match_id.to_owned(),
+                url: url.to_owned(),
+            },
+            token,
+        ))
+        .await
+        .map(|r| r.into_inner().secret)
+}
+
+async fn get_webhook(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: &str,
+) -> pb::GetWebhookResponse {
+    client
+        .get_webhook(authed(
+            pb::GetWebhookRequest {
+                match_id: match_id.to_owned(),
+            },
+            token,
+        ))
+        .await
+        .expect("get webhook")
+        .into_inner()
+}
+
+async fn view(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) -> pb::MatchView {
+    client
+        .get_view(authed(
+            pb::GetViewRequest {
+                match_id: match_id.to_owned(),
+                seat: None,
+            },
+            token,
+        ))
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("a view")
+}
+
+/// Plays random legal actions from the match's current state (just started) until `seat` has
+/// been newly awaited `times` times, counting the start; returns the versions at which it was.
+/// Stops early if the match ends.
+async fn play_until_awaited(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    tokens: &[String],
+    seat: u32,
+    times: usize,
+) -> Vec<u64> {
+    let mut rng = Lcg(7);
+    let start = view(client, match_id, &tokens[0]).await;
+    let mut awaited = Vec::new();
+    if start.awaiting.contains(&seat) {
+        awaited.push(start.version);
+    }
+    let mut before = start.awaiting;
+    for _ in 0..500 {
+        if awaited.len() >= times {
+            break;
+        }
+        let Some(&mover) = before.first() else { break };
+        let mine = view(client, match_id, &tokens[mover as usize]).await;
+        let action = mine.legal_actions[rng.below(mine.legal_actions.len())].clone();
+        let after = client
+            .act(authed(
+                pb::ActRequest {
+                    match_id: match_id.to_owned(),
+                    action: Some(action),
+                    request_id: uuid::Uuid::new_v4().to_string(),
+                    expected_version: None,
+                    seat: Some(mover),
+                },
+                &tokens[mover as usize],
+            ))
+            .await
+            .expect("a legal action")
+            .into_inner()
+            .view
+            .expect("a view");
+        if after.awaiting.contains(&seat) && !before.contains(&seat) {
+            awaited.push(after.version);
+        }
+        if after.outcome.is_some() {
+            break;
+        }
+        before = after.awaiting;
+    }
+    awaited
+}
+
+async fn a_seat_is_notified_each_time_its_turn_comes(backend: Backend) {
+    let app = spawn_app_with(backend, FAST).await;
+    let mut client = app.grpc().await;
+    let receiver = Receiver::start(0).await;
+    let match_id = create(&mut client).await;
+    let first = join(&mut client, &match_id, 0).await;
+    let secret = set_webhook(&mut client, &match_id, &first, &receiver.url)
+        .await
+        .expect("a local URL is accepted");
+    assert_eq!(secret.len(), 64, "a hex 32-byte key");
+    assert_eq!(
+        get_webhook(&mut client, &match_id, &first).await.url,
+        receiver.url
+    );
+    let second = join(&mut client, &match_id, 1).await;
+    let tokens = [first, second];
+    let versions = play_until_awaited(&mut client, &match_id, &tokens, 0, 3).await;
+    assert!(!versions.is_empty(), "seat 0 never got a turn");
+    let hits = receiver
+        .wait_for(versions.len(), Duration::from_secs(15))
+        .await;
+    // Let any stray extra request arrive before counting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hits_now = receiver.hits();
+    assert_eq!(hits_now.len(), versions.len(), "one request per turn");
+    let mut got = Vec::new();
+    for hit in &hits {
+        let body = verify(hit, &secret);
+        assert_eq!(body["type"], "your_turn");
+        assert_eq!(body["matchId"], match_id.as_str());
+        assert_eq!(body["seat"], 0, "only seat 0 registered");
+        let version = body["version"].as_u64().expect("version");
+        assert!(body["at"].as_str().is_some_and(|t| t.ends_with('Z')));
+        assert_eq!(
+            hit.headers["x-missive-delivery"].to_str().expect("text"),
+            format!("{match_id}/{version}/0")
+        );
+        // Nothing beyond the seat and the version: no cards, no state.
+        assert_eq!(body.as_object().map(|o| o.len()), Some(5), "{body}");
+        got.push(version);
+    }
+    got.sort_unstable();
+    assert_eq!(got, versions);
+    // Each delivery is recorded.
+    for &version in &versions {
+        let d = wait_for_record(&mut client, &match_id, &tokens[0], version, |d| {
+            d.delivered_at.is_some()
+        })
+        .await;
+        assert_eq!((d.attempts, d.last_status), (1, Some(204)));
+        assert_eq!(d.next_attempt_at, None);
+        assert_eq!(d.url, receiver.url);
+    }
+    let record = get_webhook(&mut client, &match_id, &tokens[0]).await;
+    assert_eq!(record.deliveries.len(), versions.len());
+    let seat1 = get_webhook(&mut client, &match_id, &tokens[1]).await;
+    assert_eq!(seat1.url, "");
+    assert!(seat1.deliveries.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_is_notified_each_time_its_turn_comes_on_postgres() {
+    a_seat_is_notified_each_time_its_turn_comes(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_is_notified_each_time_its_turn_comes_on_sqlite() {
+    a_seat_is_notified_each_time_its_turn_comes(Backend::Sqlite).await;
+}
+
+/// A started match whose seat 0 posts to `receiver`; plays until seat 0's first notification
+/// is due and returns the match id, its tokens, the secret and that version.
+async fn first_turn_of_seat_0(
+    client: &mut MissiveClient<Channel>,
+    receiver: &Receiver,
+) -> (String, Vec<String>, String, u64) {
+    let match_id = create(client).await;
+    let first = join(client, &match_id, 0).await;
+    let secret = set_webhook(client, &match_id, &first, &receiver.url)
+        .await
+        .expect("set webhook");
+    let second = join(client, &match_id, 1).await;
+    let tokens = vec![first, second];
+    let versions = play_until_awaited(client, &match_id, &tokens, 0, 1).await;
+    let version = *versions.first().expect("seat 0 gets a turn");
+    (match_id, tokens, secret, version)
+}
+
+async fn a_failing_receiver_gets_retries_with_growing_gaps(backend: Backend) {
+    let app = spawn_app_with(backend, FAST).await;
+    let mut client = app.grpc().await;
+    // Fails three times, then accepts: delivered at the fourth and last allowed attempt.
+    let flaky = Receiver::start(3).await;
+    let (match_id, tokens, secret, version) = first_turn_of_seat_0(&mut client, &flaky).await;
+    let hits = flaky.wait_for(4, Duration::from_secs(20)).await;
+    let gaps: Vec<Duration> = hits.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(
+        gaps[0] >= RETRY_BASE.mul_f64(0.7),
+        "first retry too soon: {gaps:?}"
+    );
+    assert!(
+        gaps[1] > gaps[0] && gaps[2] > gaps[1],
+        "gaps grow: {gaps:?}"
+    );
+    for hit in &hits {
+        let body = verify(hit, &secret);
+        assert_eq!(body["version"], version);
+        assert_eq!(hit.body, hits[0].body, "every retry posts the same body");
+        assert_eq!(
+            hit.headers["x-missive-delivery"],
+            hits[0].headers["x-missive-delivery"]
+        );
+    }
+    let delivered = wait_for_record(&mut client, &match_id, &tokens[0], version, |d| {
+        d.delivered_at.is_some()
+    })
+    .await;
+    assert_eq!(delivered.attempts, 4);
+    assert_eq!(delivered.last_status, Some(204));
+    assert_eq!(delivered.last_error, "");
+    assert_eq!(delivered.next_attempt_at, None);
+
+    // A receiver that never accepts is given up after the attempt limit, with the record kept.
+    let broken = Receiver::start(usize::MAX).await;
+    let (match_id, tokens, _, version) = first_turn_of_seat_0(&mut client, &broken).await;
+    broken.wait_for(4, Duration::from_secs(20)).await;
+    let given_up = wait_for_record(&mut client, &match_id, &tokens[0], version, |d| {
+        d.next_attempt_at.is_none()
+    })
+    .await;
+    assert_eq!(given_up.attempts, 4);
+    assert_eq!(given_up.delivered_at, None);
+    assert_eq!(given_up.last_status, Some(500));
+    assert!(given_up.last_error.contains("500"), "{given_up:?}");
+    // Longer than the next back-off would have been: no fifth attempt.
+    tokio::time::sleep(RETRY_BASE * 10).await;
+    assert_eq!(broken.hits().len(), 4);
+}
+
+/// Polls GetWebhook until the delivery of `version` satisfies `done`.
+async fn wait_for_record(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: &str,
+    version: u64,
+    done: impl Fn(&pb::WebhookDelivery) -> bool,
+) -> pb::WebhookDelivery {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let record = get_webhook(client, match_id, token).await;
+        if let Some(d) = record.deliveries.iter().find(|d| d.version == version)
+            && done(d)
+        {
+            return d.clone();
+        }
+        assert!(Instant::now() < deadline, "not recorded: {record:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_receiver_gets_retries_with_growing_gaps_on_postgres() {
+    a_failing_receiver_gets_retries_with_growing_gaps(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_receiver_gets_retries_with_growing_gaps_on_sqlite() {
+    a_failing_receiver_gets_retries_with_growing_gaps(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_webhook_registrations_are_refused_and_change_nothing() {
+    let app = spawn_app_with(Backend::Sqlite, FAST).await;
+    let mut client = app.grpc().await;
+    let match_id = create(&mut client).await;
+    let token = join(&mut client, &match_id, 0).await;
+    let good = "http://game.example/hooks/turn";
+    let long = format!("http://game.example/{}", "x".repeat(2048));
+    for (url, why) in [
+        ("ftp://game.example/hook", "not http"),
+        ("/hooks/turn", "relative"),
+        ("http://user:pw@game.example/hook", "credentials"),
+        ("http://game.example/hook#x", "fragment"),
+        (long.as_str(), "too long"),
+    ] {
+        let refused = set_webhook(&mut client, &match_id, &token, url)
+            .await
+            .expect_err(why);
+        assert_eq!(refused.code(), Code::InvalidArgument, "{why}: {refused:?}");
+    }
+    let anonymous = client
+        .set_webhook(pb::SetWebhookRequest {
+            match_id: match_id.clone(),
+            url: good.into(),
+        })
+        .await
+        .expect_err("no token");
+    assert_eq!(anonymous.code(), Code::Unauthenticated);
+    let forged = set_webhook(&mut client, &match_id, &"ab".repeat(32), good)
+        .await
+        .expect_err("a forged token");
+    assert_eq!(forged.code(), Code::Unauthenticated);
+    let other = create(&mut client).await;
+    let wrong_match = set_webhook(&mut client, &other, &token, good)
+        .await
+        .expect_err("a token of another match");
+    assert_eq!(wrong_match.code(), Code::Unauthenticated);
+    let bad_id = set_webhook(&mut client, "not-a-uuid", &token, good)
+        .await
+        .expect_err("a bad id");
+    assert_eq!(bad_id.code(), Code::InvalidArgument);
+    let missing = set_webhook(&mut client, &uuid::Uuid::new_v4().to_string(), &token, good)
+        .await
+        .expect_err("no such match");
+    assert_eq!(missing.code(), Code::NotFound);
+    assert_eq!(get_webhook(&mut client, &match_id, &token).await.url, "");
+    // Over HTTP: a bad URL is a 400, a body naming another match too, and nothing is stored.
+    let put = |body: Value| {
+        app.http
+            .put(app.url(&format!("/v1/matches/{match_id}/webhook")))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+    };
+    let response = put(serde_json::json!({ "url": "gopher://x" }))
+        .await
+        .expect("http");
+    assert_eq!(response.status(), 400);
+    let response = put(serde_json::json!({ "matchId": other, "url": good }))
+        .await
+        .expect("http");
+    assert_eq!(response.status(), 400);
+    assert_eq!(get_webhook(&mut client, &match_id, &token).await.url, "");
+}
+
+/// Registers over HTTP, removes over HTTP, and checks no notification follows; a seat's
+/// webhook also goes when its player leaves the open match.
+async fn a_removed_webhook_hears_nothing(app: &TestApp) {
+    let mut client = app.grpc().await;
+    let receiver = Receiver::start(0).await;
+    let match_id = create(&mut client).await;
+    let route = app.url(&format!("/v1/matches/{match_id}/webhook"));
+
+    // A player who leaves an open match takes their webhook along.
+    let leaver = join(&mut client, &match_id, 0).await;
+    set_webhook(&mut client, &match_id, &leaver, &receiver.url)
+        .await
+        .expect("set");
+    client
+        .leave_match(authed(
+            pb::LeaveMatchRequest {
+                match_id: match_id.clone(),
+            },
+            &leaver,
+        ))
+        .await
+        .expect("leave");
+    let first = join(&mut client, &match_id, 0).await;
+    assert_eq!(get_webhook(&mut client, &match_id, &first).await.url, "");
+
+    let set: Value = app
+        .http
+        .put(&route)
+        .bearer_auth(&first)
+        .json(&serde_json::json!({ "url": receiver.url }))
+        .send()
+        .await
+        .expect("put")
+        .json()
+        .await
+        .expect("json");
+    let secret = set["secret"].as_str().expect("secret");
+    assert_eq!(secret.len(), 64);
+    let again = set_webhook(&mut client, &match_id, &first, &receiver.url)
+        .await
+        .expect("replace");
+    assert_ne!(again, secret, "each registration draws a new secret");
+    let got: Value = app
+        .http
+        .get(&route)
+        .bearer_auth(&first)
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(got["url"], receiver.url.as_str());
+    let removed = app
+        .http
+        .delete(&route)
+        .bearer_auth(&first)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(removed.status(), 200);
+    let second = join(&mut client, &match_id, 1).await;
+    let tokens = [first, second];
+    let versions = play_until_awaited(&mut client, &match_id, &tokens, 0, 2).await;
+    assert!(!versions.is_empty(), "seat 0 never got a turn");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(receiver.hits().is_empty(), "{:?}", receiver.hits());
+    let record = get_webhook(&mut client, &match_id, &tokens[0]).await;
+    assert_eq!(record.url, "");
+    assert!(record.deliveries.is_empty(), "{record:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_webhook_hears_nothing_on_postgres() {
+    let app = spawn_app_with(Backend::Postgres, FAST).await;
+    a_removed_webhook_hears_nothing(&app).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_webhook_hears_nothing_on_sqlite() {
+    let app = spawn_app_with(Backend::Sqlite, FAST).await;
+    a_removed_webhook_hears_nothing(&app).await;
+}
