@@ -57,11 +57,35 @@ pub struct Config {
     /// Matches kept in memory.
     #[arg(long, env = "MISSIVE_CACHE_CAPACITY", default_value_t = 10_000)]
     pub cache_capacity: usize,
+
+    /// PostgreSQL: milliseconds a request waits for a database connection (including
+    /// connecting) before it fails with UNAVAILABLE / 503.
+    #[arg(long, env = "MISSIVE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = 3000)]
+    pub db_acquire_timeout_ms: u64,
+
+    /// PostgreSQL: announce appends with NOTIFY and LISTEN for other replicas' appends, so
+    /// their watchers hear at once. Off (e.g. behind a transaction-pooling proxy), watchers
+    /// rely on the recheck timer alone.
+    #[arg(long, env = "MISSIVE_NOTIFY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub notify: bool,
+
+    /// Milliseconds between a watch stream's own checks of the store for updates it was not
+    /// told of (a missed notification, another replica without NOTIFY).
+    #[arg(long, env = "MISSIVE_WATCH_RECHECK_MS", default_value_t = 10_000)]
+    pub watch_recheck_ms: u64,
 }
 
 impl Config {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs.max(1))
+    }
+
+    pub fn db_acquire_timeout(&self) -> Duration {
+        Duration::from_millis(self.db_acquire_timeout_ms.max(1))
+    }
+
+    pub fn watch_recheck(&self) -> Duration {
+        Duration::from_millis(self.watch_recheck_ms.max(10))
     }
 
     /// The store URL: the database URL if given, else SQLite in the data directory.
@@ -101,6 +125,9 @@ impl std::fmt::Debug for Config {
             .field("snapshot_every", &self.snapshot_every)
             .field("db_max_connections", &self.db_max_connections)
             .field("cache_capacity", &self.cache_capacity)
+            .field("db_acquire_timeout_ms", &self.db_acquire_timeout_ms)
+            .field("notify", &self.notify)
+            .field("watch_recheck_ms", &self.watch_recheck_ms)
             .finish()
     }
 }

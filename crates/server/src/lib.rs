@@ -10,6 +10,7 @@ pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod error;
+pub mod fanout;
 pub mod games;
 pub mod grpc;
 pub mod metrics;
@@ -40,6 +41,8 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
         StoreOptions {
             snapshot_every: config.snapshot_every,
             max_connections: config.db_max_connections,
+            acquire_timeout: config.db_acquire_timeout(),
+            notify: config.notify,
         },
     )
     .await
@@ -49,6 +52,7 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
         Settings {
             allow_fixed_deck: config.allow_fixed_deck,
             cache_capacity: config.cache_capacity,
+            watch_recheck: config.watch_recheck(),
         },
     )))
 }
@@ -61,6 +65,8 @@ pub async fn run(
     http: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    // Other replicas' appends wake this server's watchers.
+    let fanout = fanout::spawn(&service);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let watches = service.clone();
     tokio::spawn(async move {
@@ -93,13 +99,17 @@ pub async fn run(
         stopped().await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
-    tokio::select! {
+    let result = tokio::select! {
         result = servers => result,
         () = deadline => {
             tracing::warn!("connections still open after the grace period; stopping anyway");
             Ok(())
         }
+    };
+    if let Some(fanout) = fanout {
+        fanout.abort();
     }
+    result
 }
 
 async fn grpc_server(

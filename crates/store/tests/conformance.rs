@@ -31,6 +31,7 @@ fn options() -> StoreOptions {
     StoreOptions {
         snapshot_every: SNAPSHOT_EVERY,
         max_connections: 8,
+        ..StoreOptions::default()
     }
 }
 

@@ -3,3 +3,4 @@
 mod grpc;
 mod helpers;
 mod http;
+mod replicas;
