@@ -765,8 +765,10 @@ impl Service {
                 .await
             {
                 Ok(appended) if appended.duplicate => {
-                    // Another server applied this request first; report what it did.
+                    // Another server applied this request first; report what it did. The
+                    // slot's lock is released first: `current` takes it again.
                     *guard = None;
+                    drop(guard);
                     let mut guard = self.current(id).await?;
                     let live = guard
                         .as_mut()
