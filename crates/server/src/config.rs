@@ -89,6 +89,22 @@ pub struct Config {
     /// Seconds a webhook receiver has to answer one delivery.
     #[arg(long, env = "MISSIVE_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
+
+    /// PostgreSQL: milliseconds a request waits for a database connection (including
+    /// connecting) before it fails with UNAVAILABLE / 503.
+    #[arg(long, env = "MISSIVE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = 3000)]
+    pub db_acquire_timeout_ms: u64,
+
+    /// PostgreSQL: announce appends with NOTIFY and LISTEN for other replicas' appends, so
+    /// their watchers hear at once. Off (e.g. behind a transaction-pooling proxy), watchers
+    /// rely on the recheck timer alone.
+    #[arg(long, env = "MISSIVE_NOTIFY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub notify: bool,
+
+    /// Milliseconds between a watch stream's own checks of the store for updates it was not
+    /// told of (a missed notification, another replica without NOTIFY).
+    #[arg(long, env = "MISSIVE_WATCH_RECHECK_MS", default_value_t = 10_000)]
+    pub watch_recheck_ms: u64,
 }
 
 impl Config {
@@ -102,6 +118,14 @@ impl Config {
 
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs.max(1))
+    }
+
+    pub fn db_acquire_timeout(&self) -> Duration {
+        Duration::from_millis(self.db_acquire_timeout_ms.max(1))
+    }
+
+    pub fn watch_recheck(&self) -> Duration {
+        Duration::from_millis(self.watch_recheck_ms.max(10))
     }
 
     /// The store URL: the database URL if given, else SQLite in the data directory.
@@ -161,6 +185,9 @@ impl std::fmt::Debug for Config {
             .field("webhook_max_attempts", &self.webhook_max_attempts)
             .field("webhook_poll_ms", &self.webhook_poll_ms)
             .field("webhook_timeout_secs", &self.webhook_timeout_secs)
+            .field("db_acquire_timeout_ms", &self.db_acquire_timeout_ms)
+            .field("notify", &self.notify)
+            .field("watch_recheck_ms", &self.watch_recheck_ms)
             .finish()
     }
 }

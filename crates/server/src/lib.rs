@@ -12,6 +12,7 @@ pub mod auth;
 pub mod bots;
 pub mod config;
 pub mod error;
+pub mod fanout;
 pub mod games;
 pub mod grpc;
 pub mod metrics;
@@ -44,6 +45,8 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
         StoreOptions {
             snapshot_every: config.snapshot_every,
             max_connections: config.db_max_connections,
+            acquire_timeout: config.db_acquire_timeout(),
+            notify: config.notify,
         },
     )
     .await
@@ -53,6 +56,7 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
         Settings {
             allow_fixed_deck: config.allow_fixed_deck,
             cache_capacity: config.cache_capacity,
+            watch_recheck: config.watch_recheck(),
         },
     )))
 }
@@ -65,6 +69,8 @@ pub async fn run(
     http: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    // Other replicas' appends wake this server's watchers.
+    let fanout = fanout::spawn(&service);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // The webhook delivery worker stops with the servers; a delivery cut short stays leased
     // and is attempted again (here or by another replica) once its lease runs out.
@@ -120,6 +126,9 @@ pub async fn run(
         }
     };
     webhook_worker.abort();
+    if let Some(fanout) = fanout {
+        fanout.abort();
+    }
     result
 }
 

@@ -70,6 +70,8 @@ impl std::fmt::Debug for Caller {
 pub struct Settings {
     pub allow_fixed_deck: bool,
     pub cache_capacity: usize,
+    /// How often a watch stream checks the store for updates it was not told of.
+    pub watch_recheck: std::time::Duration,
 }
 
 /// A match in memory, at `record.version`.
@@ -94,6 +96,17 @@ pub struct Update {
     pub record: MatchRecord,
 }
 
+/// What wakes a match's watchers.
+#[derive(Debug, Clone)]
+enum Wake {
+    /// An event this server appended, with everything a watcher needs to send it.
+    Update(Arc<Update>),
+    /// Another replica (or this one) took the match to this version: read it from the store.
+    Moved(u64),
+    /// Notifications may have been missed: check the store.
+    Resync,
+}
+
 type Slot = Arc<tokio::sync::Mutex<Option<Live>>>;
 
 /// The service. Cheap to share behind an `Arc`.
@@ -103,7 +116,7 @@ pub struct Service {
     games: Registry,
     settings: Settings,
     cache: Mutex<HashMap<MatchId, Slot>>,
-    watchers: Mutex<HashMap<MatchId, broadcast::Sender<Arc<Update>>>>,
+    watchers: Mutex<HashMap<MatchId, broadcast::Sender<Wake>>>,
     /// Set once the server stops: watch streams end so connections can drain.
     stopping: tokio::sync::watch::Sender<bool>,
     /// Woken when this server wrote pending turns, so the turn worker claims bot turns at
@@ -426,19 +439,35 @@ impl Service {
         Ok(live)
     }
 
-    /// The one place watchers are told of new events. A multi-replica deployment adds its
-    /// cross-server notification here.
+    /// The one place watchers are told of events this server appended. Other replicas' appends
+    /// arrive through [`Service::wake`] (see `fanout.rs`).
     fn notify(&self, update: Update) {
-        let id = update.event.match_id;
+        self.send_wake(update.event.match_id, Wake::Update(Arc::new(update)));
+    }
+
+    /// Another replica (or this one) took the match to `version`: watchers behind it read the
+    /// new events from the store.
+    pub fn wake(&self, id: MatchId, version: u64) {
+        self.send_wake(id, Wake::Moved(version));
+    }
+
+    /// Every watcher checks the store: notifications of other replicas' appends may have been
+    /// missed.
+    pub fn wake_all(&self) {
+        let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        watchers.retain(|_, sender| sender.send(Wake::Resync).is_ok());
+    }
+
+    fn send_wake(&self, id: MatchId, wake: Wake) {
         let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(sender) = watchers.get(&id)
-            && sender.send(Arc::new(update)).is_err()
+            && sender.send(wake).is_err()
         {
             watchers.remove(&id);
         }
     }
 
-    fn subscribe(&self, id: MatchId) -> broadcast::Receiver<Arc<Update>> {
+    fn subscribe(&self, id: MatchId) -> broadcast::Receiver<Wake> {
         let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
         watchers
             .entry(id)
@@ -1091,8 +1120,10 @@ impl Service {
                 .await
             {
                 Ok(appended) if appended.duplicate => {
-                    // Another server applied this request first; report what it did.
+                    // Another server applied this request first; report what it did. The
+                    // slot's lock is released first: `current` takes it again.
                     *guard = None;
+                    drop(guard);
                     let mut guard = self.current(id).await?;
                     let live = guard
                         .as_mut()
@@ -1533,7 +1564,10 @@ impl Service {
     }
 
     /// Every update after `after_version`, in order, as the caller may see it; the stream ends
-    /// once the match is over and its last update sent.
+    /// once the match is over and its last update sent. Updates this server appends are handed
+    /// over directly; others are read from the store when [`Service::wake`] or
+    /// [`Service::wake_all`] says so, and at the latest on the `watch_recheck` timer. While the
+    /// store is unreachable the stream waits rather than fails.
     pub async fn watch(
         self: &Arc<Self>,
         caller: &Caller,
@@ -1548,21 +1582,27 @@ impl Service {
         let (tx, rx) = mpsc::channel(64);
         let service = Arc::clone(self);
         let mut stopping = self.stopping.subscribe();
+        let period = self.settings.watch_recheck;
         tokio::spawn(async move {
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
                 let mut over = service
                     .catch_up(id, game.as_ref(), viewer, &mut last, &tx)
                     .await?;
+                let mut recheck =
+                    tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 while !over {
-                    let update = tokio::select! {
-                        update = updates.recv() => update,
+                    let wake = tokio::select! {
+                        wake = updates.recv() => wake,
+                        _ = recheck.tick() => Ok(Wake::Resync),
                         () = tx.closed() => return Ok(()),
                         _ = stopping.wait_for(|stop| *stop) => return Ok(()),
                     };
-                    match update {
-                        Ok(update) if update.event.seq <= last => {}
-                        Ok(update) if update.event.seq == last + 1 => {
+                    match wake {
+                        Ok(Wake::Update(update)) if update.event.seq <= last => {}
+                        Ok(Wake::Moved(version)) if version <= last => {}
+                        Ok(Wake::Update(update)) if update.event.seq == last + 1 => {
                             let info = service.info(&update.record, game.as_ref()).await?;
                             let message = pb::WatchMatchResponse {
                                 version: update.event.seq,
@@ -1586,9 +1626,19 @@ impl Service {
                             over = is_over(update.record.status);
                         }
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            over = service
+                            // Events this stream was not handed: read them from the store. If
+                            // it cannot be reached now, the next wake-up or tick tries again.
+                            match service
                                 .catch_up(id, game.as_ref(), viewer, &mut last, &tx)
-                                .await?;
+                                .await
+                            {
+                                Ok(done) => over = done,
+                                Err(ApiError::Unavailable(detail)) => {
+                                    tracing::debug!(match_id = %id, %detail, "watch re-check failed");
+                                }
+                                Err(e) => return Err(e),
+                            }
+                            recheck.reset();
                         }
                         Err(broadcast::error::RecvError::Closed) => return Ok(()),
                     }

@@ -25,7 +25,13 @@
 //!   turns; concurrent claimers never get the same turn while its lease runs.
 //! - An append with seats in [`MatchUpdate::notify`] queues their "your turn" webhook
 //!   notifications atomically with its events (see [`Store::claim_deliveries`]).
-//! - Errors are [`StoreError`]; `sqlx::Error` never leaves the crate.
+//! - Errors are [`StoreError`]; `sqlx::Error` never leaves the crate. A lost or unreachable
+//!   database is [`StoreError::Unavailable`] (on PostgreSQL within
+//!   [`StoreOptions::acquire_timeout`] for a new connection); the pool reconnects by itself
+//!   once the database is back.
+//! - On PostgreSQL, once an append has committed, `'<match_id>:<version>'` is sent on
+//!   [`NOTIFY_CHANNEL`] (best effort, after the commit; see [`Listener`]), so
+//!   every process listening learns of it.
 //!
 //! # Canonical bytes of an event (what the hash covers)
 //! [`canonical_bytes`] is a JSON object with no whitespace and keys in byte order:
@@ -48,10 +54,13 @@
 
 mod canonical;
 mod outbox;
+mod notify;
 mod postgres;
 mod rows;
 mod sqlite;
 mod turns;
+
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -59,6 +68,7 @@ pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_mic
 pub use outbox::{
     Attempt, Delivery, DeliveryKey, DeliveryRecord, REMOVED, Webhook, your_turn_body,
 };
+pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;
@@ -390,9 +400,10 @@ impl StoreError {
                 StoreError::Unavailable(err.to_string())
             }
             sqlx::Error::Database(db) => {
-                // 57P01..03: the server is shutting down or refused us; 08xxx: connection.
+                // 57P01..03: the server is shutting down or refused us; 08xxx: connection;
+                // 53xxx: out of connections, memory or disk for now.
                 let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-                if code.starts_with("08") || code.starts_with("57P") {
+                if code.starts_with("08") || code.starts_with("57P") || code.starts_with("53") {
                     StoreError::Unavailable(db.to_string())
                 } else {
                     StoreError::Internal(db.to_string())
@@ -411,6 +422,12 @@ pub struct StoreOptions {
     pub snapshot_every: u64,
     /// Size of the connection pool.
     pub max_connections: u32,
+    /// PostgreSQL: how long a query waits for a connection (including connecting) before the
+    /// store answers [`StoreError::Unavailable`].
+    pub acquire_timeout: Duration,
+    /// PostgreSQL only: announce every append on [`NOTIFY_CHANNEL`] and let [`Store::listener`]
+    /// hear other processes' appends. Off, [`Store::listener`] is `None`.
+    pub notify: bool,
 }
 
 impl Default for StoreOptions {
@@ -418,6 +435,8 @@ impl Default for StoreOptions {
         StoreOptions {
             snapshot_every: 100,
             max_connections: 10,
+            acquire_timeout: Duration::from_secs(3),
+            notify: true,
         }
     }
 }
@@ -462,6 +481,19 @@ impl Store {
         match self.backend {
             Backend::Postgres(_) => "postgres",
             Backend::Sqlite(_) => "sqlite",
+        }
+    }
+
+    /// A listener for the appends every process (this one included) makes to this database,
+    /// on PostgreSQL with [`StoreOptions::notify`] on; `None` otherwise (SQLite has one writer
+    /// process, so nothing to hear). It connects on its first [`Listener::next`].
+    pub fn listener(&self) -> Option<Listener> {
+        match &self.backend {
+            Backend::Postgres(pg) if self.options.notify => Some(Listener::new(
+                &pg.pool.connect_options(),
+                self.options.acquire_timeout,
+            )),
+            _ => None,
         }
     }
 

@@ -26,6 +26,7 @@ use chrono::Utc;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
+use crate::notify::Notifier;
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
 use crate::turns::TurnColumns;
 use crate::{
@@ -36,11 +37,13 @@ use crate::{
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
-/// A PostgreSQL store: the pool and the heads of the matches this process last wrote.
+/// A PostgreSQL store: the pool, the heads of the matches this process last wrote, and the
+/// sender of append notifications (when they are on).
 #[derive(Debug, Clone)]
 pub(crate) struct Pg {
     pub(crate) pool: PgPool,
     heads: Arc<HeadCache>,
+    notifier: Option<Notifier>,
 }
 
 /// `(version, last_hash)` per match, as last written or read by this process.
@@ -74,6 +77,7 @@ impl HeadCache {
 pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, StoreError> {
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(1))
+        .acquire_timeout(options.acquire_timeout)
         .connect(url)
         .await
         .map_err(StoreError::from_sqlx)?;
@@ -81,9 +85,11 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .run(&pool)
         .await
         .map_err(|e| StoreError::from_sqlx(e.into()))?;
+    let notifier = options.notify.then(|| Notifier::spawn(pool.clone()));
     Ok(Pg {
         pool,
         heads: Arc::default(),
+        notifier,
     })
 }
 
@@ -621,6 +627,9 @@ fn finish(
     match result {
         Ok(n) if n == want => {
             pg.heads.put(id, version, last_hash);
+            if let Some(notifier) = &pg.notifier {
+                notifier.appended(id, version);
+            }
             Ok(Some(Appended {
                 events: stored,
                 duplicate: false,

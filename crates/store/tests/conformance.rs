@@ -36,6 +36,7 @@ fn options() -> StoreOptions {
     StoreOptions {
         snapshot_every: SNAPSHOT_EVERY,
         max_connections: 8,
+        ..StoreOptions::default()
     }
 }
 

@@ -1,8 +1,13 @@
 //! `spawn_app()`: the real `missive` binary on free ports, against a fresh PostgreSQL
-//! database (or a fresh SQLite directory), with a gRPC client and an HTTP client.
+//! database (or a fresh SQLite directory), with a gRPC client and an HTTP client. Also: more
+//! replicas on the same database, killing and restarting a server, and a TCP proxy that can
+//! cut a server off from PostgreSQL.
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use missive_proto::v1 as pb;
@@ -29,6 +34,8 @@ pub(crate) struct Options {
 #[derive(Debug)]
 pub(crate) struct TestApp {
     child: Child,
+    /// The environment it was started with, to restart it the same way.
+    env: Vec<(String, String)>,
     pub(crate) grpc_addr: String,
     pub(crate) http_base: String,
     /// Set when this server created (and so drops) its database.
@@ -53,25 +60,41 @@ pub(crate) async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, Options::default()).await
 }
 
+/// The settings every test server starts with.
+fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
+    [
+        ("MISSIVE_GRPC_ADDR", "127.0.0.1:0"),
+        ("MISSIVE_HTTP_ADDR", "127.0.0.1:0"),
+        ("MISSIVE_DATA_DIR", &data_dir.display().to_string()),
+        ("MISSIVE_SNAPSHOT_EVERY", "16"),
+        ("RUST_LOG", "warn"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+/// The binary with exactly this environment on top of the test's (minus `DATABASE_URL`).
+fn command(env: &[(String, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+    command
+        .env_remove("DATABASE_URL")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    command
+}
+
 pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestApp {
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     let data_dir = std::env::temp_dir().join(format!("missive-test-{suffix}"));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
-    command
-        .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
-        .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
-        .env("MISSIVE_DATA_DIR", &data_dir)
-        .env(
-            "MISSIVE_ALLOW_FIXED_DECK",
-            options.allow_fixed_deck.to_string(),
-        )
-        .env("MISSIVE_SNAPSHOT_EVERY", "16")
-        .env("RUST_LOG", "warn")
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    let mut env = base_env(&data_dir);
+    env.push((
+        "MISSIVE_ALLOW_FIXED_DECK".into(),
+        options.allow_fixed_deck.to_string(),
+    ));
     for (key, value) in options.env {
-        command.env(key, value);
+        env.push(((*key).to_owned(), (*value).to_owned()));
     }
     let mut database = None;
     if backend == Backend::Postgres {
@@ -85,15 +108,16 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
             .await
             .expect("create database");
         conn.close().await.ok();
-        command.env("DATABASE_URL", with_database(&admin, &name));
+        env.push(("DATABASE_URL".into(), with_database(&admin, &name)));
         database = Some((admin, name));
     }
     let database_url = database
         .as_ref()
         .map(|(admin, name)| with_database(admin, name));
-    let (child, grpc_addr, http_base) = start(command).await;
+    let (child, grpc_addr, http_base) = start(command(&env)).await;
     TestApp {
         child,
+        env,
         grpc_addr,
         http_base,
         database,
@@ -113,47 +137,34 @@ impl TestApp {
         let _ = self.child.kill();
         let _ = self.child.wait();
         tokio::time::sleep(down).await;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
-        command
-            .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
-            .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
-            .env("MISSIVE_DATA_DIR", &self.data_dir)
-            .env("MISSIVE_SNAPSHOT_EVERY", "16")
-            .env("RUST_LOG", "warn")
-            .env_remove("DATABASE_URL")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if let Some(url) = &self.database_url {
-            command.env("DATABASE_URL", url);
-        }
-        let (child, grpc_addr, http_base) = start(command).await;
-        self.child = child;
-        self.grpc_addr = grpc_addr;
-        self.http_base = http_base;
+        self.restart().await;
     }
 }
 
 /// A second server on the same PostgreSQL database, as another replica would be.
 pub(crate) async fn spawn_replica(app: &TestApp) -> TestApp {
+    spawn_replica_with(app, &[]).await
+}
+
+/// A replica with more settings; a `DATABASE_URL` among them replaces the shared one (to reach
+/// the same database another way, e.g. through a [`PgProxy`]).
+pub(crate) async fn spawn_replica_with(app: &TestApp, extra: &[(&str, String)]) -> TestApp {
     let url = app
         .database_url
         .clone()
         .expect("replicas share a PostgreSQL database");
     let data_dir =
         std::env::temp_dir().join(format!("missive-test-{}", uuid::Uuid::new_v4().simple()));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
-    command
-        .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
-        .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
-        .env("MISSIVE_DATA_DIR", &data_dir)
-        .env("MISSIVE_SNAPSHOT_EVERY", "16")
-        .env("RUST_LOG", "warn")
-        .env("DATABASE_URL", &url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let (child, grpc_addr, http_base) = start(command).await;
+    let mut env = base_env(&data_dir);
+    env.push(("DATABASE_URL".into(), url.clone()));
+    for (key, value) in extra {
+        env.retain(|(k, _)| k != key);
+        env.push(((*key).to_owned(), value.clone()));
+    }
+    let (child, grpc_addr, http_base) = start(command(&env)).await;
     TestApp {
         child,
+        env,
         grpc_addr,
         http_base,
         database: None,
@@ -205,6 +216,121 @@ impl TestApp {
 
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.http_base)
+    }
+
+    /// The PostgreSQL database this server uses (shared by its replicas).
+    pub(crate) fn database_url(&self) -> &str {
+        self.database_url
+            .as_deref()
+            .expect("a server on PostgreSQL")
+    }
+
+    /// Kills the server with SIGKILL, as a crash would: nothing is flushed or drained.
+    pub(crate) fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    /// Starts the server again with the same settings and database (on new ports).
+    pub(crate) async fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (child, grpc_addr, http_base) = start(command(&self.env)).await;
+        self.child = child;
+        self.grpc_addr = grpc_addr;
+        self.http_base = http_base;
+    }
+}
+
+/// A loopback TCP proxy in front of PostgreSQL that can cut every connection through it and
+/// refuse new ones, then let them through again: a lost database, without touching the shared
+/// PostgreSQL server.
+#[derive(Debug)]
+pub(crate) struct PgProxy {
+    addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+    live: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl PgProxy {
+    /// Listens on a free loopback port and forwards to the PostgreSQL of the admin URL.
+    pub(crate) async fn start() -> PgProxy {
+        let upstream = host_port(&admin_url());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let cut = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(Mutex::new(Vec::new()));
+        let accept = tokio::spawn({
+            let (upstream, cut, live) = (upstream.clone(), cut.clone(), live.clone());
+            async move {
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    if cut.load(Ordering::SeqCst) {
+                        drop(inbound); // refused: closed at once
+                        continue;
+                    }
+                    let upstream = upstream.clone();
+                    let task = tokio::spawn(async move {
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        }
+                    });
+                    let mut live = live.lock().unwrap_or_else(|e| e.into_inner());
+                    live.retain(|t: &tokio::task::AbortHandle| !t.is_finished());
+                    live.push(task.abort_handle());
+                }
+            }
+        });
+        PgProxy {
+            addr,
+            cut,
+            live,
+            accept,
+        }
+    }
+
+    /// `url` with its host and port replaced by the proxy's.
+    pub(crate) fn url(&self, url: &str) -> String {
+        let target = host_port(url);
+        let with_port = url.replacen(&target, &self.addr.to_string(), 1);
+        assert_ne!(with_port, url, "{url} names {target}");
+        with_port
+    }
+
+    /// Drops every connection through the proxy and refuses new ones.
+    pub(crate) fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        for task in live.drain(..) {
+            task.abort();
+        }
+    }
+
+    /// Lets connections through again.
+    pub(crate) fn restore(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for PgProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+/// `host:port` of a `postgres://[user[:password]@]host[:port][/database]` URL.
+fn host_port(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = rest.split(['/', '?']).next().unwrap_or(rest);
+    if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:5432")
     }
 }
 

@@ -7,3 +7,4 @@ mod http;
 mod lopti;
 mod turns;
 mod webhooks;
+mod replicas;
