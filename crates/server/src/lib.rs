@@ -164,7 +164,9 @@ async fn grpc_server(
         .add_service(reflection)
         .add_service(missive)
         .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            // Without TCP_NODELAY a response's trailers wait on the client's delayed ACK
+            // (about 40 ms on Linux): every unary call would take at least that long.
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown,
         )
         .await

@@ -49,6 +49,10 @@ const MAX_PLAYER_NAME: usize = 64;
 const SERVER_REQUEST_PREFIXES: [&str; 2] = ["bot:", "timeout:"];
 /// How often an act or join retries after losing a race to another writer.
 const APPEND_ATTEMPTS: usize = 5;
+/// Updates a match's watchers may fall behind before they catch up from the store instead.
+/// The buffer is allocated whole for every watched match (about 40 bytes a slot), so it is
+/// kept small: turn-based matches rarely append more than a few events at once.
+const WATCH_BUFFER: usize = 16;
 
 /// The caller of a request: the bearer token, if any.
 #[derive(Clone, Default)]
@@ -471,7 +475,7 @@ impl Service {
         let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
         watchers
             .entry(id)
-            .or_insert_with(|| broadcast::channel(256).0)
+            .or_insert_with(|| broadcast::channel(WATCH_BUFFER).0)
             .subscribe()
     }
 
@@ -1114,6 +1118,9 @@ impl Service {
                 },
             };
             let notify = update.notify.clone();
+            // An append that leaves the match row alone changes nothing the cache does not
+            // already know: the store's `updated_at` is then the event's own time.
+            let row_changes = update.status.is_some();
             match self
                 .store
                 .append(id, live.record.version, vec![event], update)
@@ -1139,7 +1146,9 @@ impl Service {
                         self.after_append(live, event)?;
                     }
                     self.wrote_turns(turns.as_ref());
-                    self.sync_record(live).await?;
+                    if row_changes {
+                        self.sync_record(live).await?;
+                    }
                     self.wake_webhooks(&notify);
                     crate::metrics::record_act();
                     tracing::info!(match_id = %id, seat, version, kind, "action applied");

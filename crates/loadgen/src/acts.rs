@@ -1,0 +1,251 @@
+//! Simulated players: at `tables` concurrency, `tables` two-seat Love Letter matches are played
+//! at once, each by two players with a seat token and a gRPC connection of their own.
+//!
+//! A player watches its match (`WatchMatch` with its token) and reads its view once; whenever
+//! a view (from its own `Act` response or from the watch stream) says it is awaited, it plays
+//! a random legal action from that view, pinned to the view's version. A Love Letter match
+//! awaits one seat at a time, so at most `tables` actions are in flight. When a match ends the
+//! pair opens the next one (create and two joins, not counted as actions).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use missive_proto::v1 as pb;
+use missive_proto::v1::missive_client::MissiveClient;
+use tokio::time::sleep_until;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::stats::Step;
+
+type Client = MissiveClient<Channel>;
+
+/// What one step of play measured.
+#[derive(Debug, Default)]
+pub(crate) struct Played {
+    pub(crate) acts: Step,
+    /// Matches opened (created and joined) during the step.
+    pub(crate) matches: u64,
+    /// Matches played to the end during the step.
+    pub(crate) finished: u64,
+}
+
+/// A small deterministic generator, so a run's choices can be repeated.
+#[derive(Debug)]
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % n.max(1)
+    }
+}
+
+fn authed<T>(message: T, token: &str) -> Result<tonic::Request<T>> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse()?);
+    Ok(request)
+}
+
+pub(crate) async fn connect(grpc: &str) -> Result<Client> {
+    let channel = Endpoint::from_shared(grpc.to_owned())?
+        .connect()
+        .await
+        .with_context(|| format!("connecting to {grpc}"))?;
+    Ok(MissiveClient::new(channel))
+}
+
+fn is_over(view: &pb::MatchView) -> bool {
+    view.outcome.is_some()
+        || view.r#match.as_ref().is_some_and(|m| {
+            matches!(
+                pb::MatchStatus::try_from(m.status),
+                Ok(pb::MatchStatus::Finished | pb::MatchStatus::Abandoned)
+            )
+        })
+}
+
+/// Plays for `window` with `tables` matches at once; `seed` makes the choices repeatable.
+pub(crate) async fn play(grpc: &str, tables: usize, window: Duration, seed: u64) -> Result<Played> {
+    // Connections first, so connecting is not part of the window.
+    let mut pairs = Vec::with_capacity(tables);
+    for _ in 0..tables {
+        pairs.push([connect(grpc).await?, connect(grpc).await?]);
+    }
+    let started = Instant::now();
+    let deadline = started + window;
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, pair) in pairs.into_iter().enumerate() {
+        let rng = Lcg(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        tasks.spawn(table(pair, deadline, rng));
+    }
+    let mut played = Played::default();
+    while let Some(done) = tasks.join_next().await {
+        let one = done??;
+        played.acts.merge(one.acts);
+        played.matches += one.matches;
+        played.finished += one.finished;
+    }
+    played.acts.window = window;
+    Ok(played)
+}
+
+/// Two players at one table, playing match after match until the deadline.
+async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Played> {
+    let mut played = Played::default();
+    let [mut first, mut second] = pair;
+    while Instant::now() < deadline {
+        let created = first
+            .create_match(pb::CreateMatchRequest {
+                options: Some(pb::GameOptions {
+                    game: Some(pb::game_options::Game::LoveLetter(
+                        pb::LoveLetterOptions::default(),
+                    )),
+                }),
+                seat_count: 2,
+                turn_timeout_secs: None,
+            })
+            .await?
+            .into_inner();
+        let id = created
+            .r#match
+            .context("CreateMatch returned no match")?
+            .match_id;
+        let mut seats = Vec::new();
+        for (n, client) in [&mut first, &mut second].into_iter().enumerate() {
+            let joined = client
+                .join_match(pb::JoinMatchRequest {
+                    match_id: id.clone(),
+                    player: format!("load-{n}"),
+                    seat: None,
+                })
+                .await?
+                .into_inner();
+            let version = joined.r#match.as_ref().map_or(0, |m| m.version);
+            seats.push((joined.seat, joined.seat_token, version));
+        }
+        played.matches += 1;
+        let after = seats.iter().map(|s| s.2).max().unwrap_or(0);
+        let (a, b) = (seats[0].clone(), seats[1].clone());
+        let mut rng_b = Lcg(rng.0.rotate_left(17) ^ 0xB5);
+        let (ra, rb) = tokio::join!(
+            player(first.clone(), &id, a.0, &a.1, after, deadline, &mut rng),
+            player(second.clone(), &id, b.0, &b.1, after, deadline, &mut rng_b),
+        );
+        let (a_done, a_acts) = ra?;
+        let (b_done, b_acts) = rb?;
+        played.acts.merge(a_acts);
+        played.acts.merge(b_acts);
+        if a_done && b_done {
+            played.finished += 1;
+        }
+    }
+    Ok(played)
+}
+
+/// One seat's player until the match is over (`true`) or the deadline passes (`false`).
+async fn player(
+    mut client: Client,
+    id: &str,
+    seat: u32,
+    token: &str,
+    after: u64,
+    deadline: Instant,
+    rng: &mut Lcg,
+) -> Result<(bool, Step)> {
+    let mut acts = Step::default();
+    let mut watch = client
+        .watch_match(authed(
+            pb::WatchMatchRequest {
+                match_id: id.to_owned(),
+                after_version: after,
+                seat: None,
+            },
+            token,
+        )?)
+        .await?
+        .into_inner();
+    // Watching before looking, so no update falls between the two.
+    let mut view = get_view(&mut client, id, token).await?;
+    loop {
+        if is_over(&view) {
+            return Ok((true, acts));
+        }
+        if Instant::now() >= deadline {
+            return Ok((false, acts));
+        }
+        if view.awaiting.contains(&seat) {
+            if view.legal_actions.is_empty() {
+                bail!(
+                    "seat {seat} is awaited at version {} with no legal action",
+                    view.version
+                );
+            }
+            let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
+            let request = pb::ActRequest {
+                match_id: id.to_owned(),
+                action: Some(action),
+                request_id: format!("{seat}-{}", view.version),
+                expected_version: Some(view.version),
+                seat: None,
+            };
+            let sent = Instant::now();
+            let result = client.act(authed(request, token)?).await;
+            let done = Instant::now();
+            match result {
+                Ok(response) => {
+                    if done <= deadline {
+                        acts.record(done - sent);
+                    }
+                    view = response
+                        .into_inner()
+                        .view
+                        .context("ActResponse without a view")?;
+                }
+                Err(status) => {
+                    acts.error(format!("Act {:?}", status.code()));
+                    view = get_view(&mut client, id, token).await?;
+                }
+            }
+            continue;
+        }
+        // Not this seat's turn: wait for the next update of the match.
+        let update = tokio::select! {
+            update = watch.message() => update?,
+            () = sleep_until(deadline.into()) => return Ok((false, acts)),
+        };
+        match update {
+            Some(update) if update.version > view.version => {
+                if let Some(next) = update.view {
+                    view = next;
+                }
+            }
+            Some(_) => {}
+            None => {
+                view = get_view(&mut client, id, token).await?;
+                if !is_over(&view) {
+                    bail!("the watch stream of {id} ended before the match did");
+                }
+            }
+        }
+    }
+}
+
+async fn get_view(client: &mut Client, id: &str, token: &str) -> Result<pb::MatchView> {
+    client
+        .get_view(authed(
+            pb::GetViewRequest {
+                match_id: id.to_owned(),
+                seat: None,
+            },
+            token,
+        )?)
+        .await?
+        .into_inner()
+        .view
+        .context("GetViewResponse without a view")
+}

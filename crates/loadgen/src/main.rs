@@ -1,0 +1,263 @@
+//! `missive-load`: load figures for a Missive server, rerunnable by anyone.
+//!
+//! - `acts`: simulated players on Love Letter matches acting over gRPC as fast as the rules
+//!   allow, at several concurrencies, each step a fixed time; in the same run, the same
+//!   concurrency of raw single-row INSERT transactions into the same database. Prints acts/s,
+//!   p50/p99 latencies and the ratio acts/raw.
+//! - `watch`: idle `WatchMatch` streams in steps, with the server's resident memory per stream.
+//!
+//! By default it starts the release `missive` binary next to itself on free loopback ports
+//! against a fresh PostgreSQL database, and drops the database at the end; `--target` points it
+//! at a server someone else runs instead.
+
+mod acts;
+mod raw;
+mod server;
+mod stats;
+mod watch;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::server::Server;
+
+#[derive(Debug, Parser)]
+#[command(name = "missive-load", about = "Load figures for a Missive server")]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+
+    /// The `missive` binary to start; default: the one next to this binary.
+    #[arg(long, global = true)]
+    server_bin: Option<PathBuf>,
+
+    /// PostgreSQL admin URL; a fresh database is created on this server (and dropped).
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/postgres"
+    )]
+    database_url: String,
+
+    /// Database connections: the server's pool, and the raw baseline's at most.
+    #[arg(long, global = true, default_value_t = 32)]
+    db_connections: u32,
+
+    /// Use the server at this gRPC address (`http://host:port`) instead of starting one.
+    #[arg(long, global = true)]
+    target: Option<String>,
+
+    /// With --target: the server's own database URL, for the raw baseline (skipped without).
+    #[arg(long, global = true)]
+    target_database_url: Option<String>,
+
+    /// With --target: the server's process id, for its memory.
+    #[arg(long, global = true)]
+    server_pid: Option<u32>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Simulated players against raw INSERTs, at several concurrencies.
+    Acts {
+        /// Concurrencies: matches played at once (two players each), and raw writers.
+        #[arg(long, value_delimiter = ',', default_value = "1,8,32,128")]
+        clients: Vec<usize>,
+        /// Seconds per step (each side, each round).
+        #[arg(long, default_value_t = 10)]
+        secs: u64,
+        /// Alternating raw/acts rounds per concurrency; times and counts are summed.
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// Seed of the players' choices.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Idle watch streams and the server's memory per stream.
+    Watch {
+        /// Stream counts to measure at, opened cumulatively.
+        #[arg(long, value_delimiter = ',', default_value = "1000,5000,10000,20000")]
+        streams: Vec<usize>,
+        /// Streams per match.
+        #[arg(long, default_value_t = 1)]
+        per_match: usize,
+        /// Streams per HTTP/2 connection.
+        #[arg(long, default_value_t = 500)]
+        per_connection: usize,
+    },
+}
+
+async fn start(cli: &Cli) -> Result<Server> {
+    match &cli.target {
+        Some(target) => Ok(Server::existing(
+            target.clone(),
+            cli.target_database_url.clone(),
+            cli.server_pid,
+        )),
+        None => {
+            let bin = match &cli.server_bin {
+                Some(bin) => bin.clone(),
+                None => std::env::current_exe()?.with_file_name("missive"),
+            };
+            Server::spawn(&bin, &cli.database_url, cli.db_connections).await
+        }
+    }
+}
+
+async fn postgres_facts(database_url: &str) -> Result<String> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(database_url).await?;
+    let version: String = sqlx::query_scalar("SHOW server_version")
+        .fetch_one(&mut conn)
+        .await?;
+    let fsync: String = sqlx::query_scalar("SHOW fsync")
+        .fetch_one(&mut conn)
+        .await?;
+    let sync: String = sqlx::query_scalar("SHOW synchronous_commit")
+        .fetch_one(&mut conn)
+        .await?;
+    conn.close().await.ok();
+    Ok(format!(
+        "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync}"
+    ))
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into());
+    format!("{cores} cores, load average {load} at start")
+}
+
+async fn run_acts(
+    cli: &Cli,
+    server: &Server,
+    clients: &[usize],
+    secs: u64,
+    rounds: usize,
+    seed: u64,
+) -> Result<()> {
+    let window = Duration::from_secs(secs.max(1));
+    let raw_url = server.database_url.clone();
+    match &raw_url {
+        Some(url) => {
+            println!("{}; {}", postgres_facts(url).await?, machine());
+            raw::create_table(url).await?;
+        }
+        None => println!("{}; no database URL: raw baseline skipped", machine()),
+    }
+    println!(
+        "{secs} s per step, {rounds} alternating raw/acts round(s) per level; at C clients: C \
+         two-seat Love Letter matches at once, 2C players (one gRPC connection each), at most C \
+         acts in flight; raw: C writers over at most {} connections; server pool {} connections",
+        cli.db_connections, cli.db_connections
+    );
+    println!();
+    println!(
+        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | raw inserts/s | raw p50 | raw p99 | acts/raw |"
+    );
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for &c in clients {
+        let mut played = acts::Played::default();
+        let mut raw_step = stats::Step::default();
+        for round in 0..rounds.max(1) {
+            if let Some(url) = &raw_url {
+                raw_step.append(raw::inserts(url, c, cli.db_connections, window).await?);
+            }
+            let one = acts::play(&server.grpc, c, window, seed ^ round as u64).await?;
+            played.acts.append(one.acts);
+            played.matches += one.matches;
+            played.finished += one.finished;
+        }
+        let acts_rate = played.acts.rate();
+        let raw_rate = raw_step.rate();
+        let ratio = if raw_rate > 0.0 {
+            format!("{:.2}", acts_rate / raw_rate)
+        } else {
+            "—".into()
+        };
+        println!(
+            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {:.0} | {:.1} ms | {:.1} ms | {ratio} |",
+            2 * c,
+            played.matches,
+            played.finished,
+            acts_rate,
+            played.acts.percentile_ms(50.0),
+            played.acts.percentile_ms(99.0),
+            raw_rate,
+            raw_step.percentile_ms(50.0),
+            raw_step.percentile_ms(99.0),
+        );
+        if !played.acts.errors.is_empty() || !raw_step.errors.is_empty() {
+            eprintln!(
+                "errors at {c} clients: acts [{}], raw [{}]",
+                played.acts.errors_text(),
+                raw_step.errors_text()
+            );
+        }
+    }
+    // A database this run created is dropped whole; on someone else's, remove the scratch table.
+    if let (Some(url), Some(_)) = (&raw_url, &cli.target) {
+        raw::drop_table(url).await?;
+    }
+    Ok(())
+}
+
+async fn run_watch(
+    server: &Server,
+    levels: &[usize],
+    per_match: usize,
+    per_connection: usize,
+) -> Result<()> {
+    println!(
+        "{}; idle spectator streams, {per_match} per match, {per_connection} per HTTP/2 connection",
+        machine()
+    );
+    println!();
+    println!("| streams | server RSS | added per stream | server fds | GetMatch while open |");
+    println!("|--:|--:|--:|--:|--:|");
+    let baseline = watch::run(server, levels, per_match, per_connection, |row| {
+        println!(
+            "| {} | {:.1} MiB | {:.0} B | {} | {:.1} ms |",
+            row.streams,
+            row.rss as f64 / (1 << 20) as f64,
+            row.per_stream,
+            row.fds.map_or("?".into(), |n| n.to_string()),
+            row.probe.as_secs_f64() * 1e3
+        );
+    })
+    .await?;
+    println!();
+    println!(
+        "baseline (matches created, no stream): {:.1} MiB",
+        baseline as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let server = start(&cli).await.context("starting the server")?;
+    let result = match &cli.mode {
+        Mode::Acts {
+            clients,
+            secs,
+            rounds,
+            seed,
+        } => run_acts(&cli, &server, clients, *secs, *rounds, *seed).await,
+        Mode::Watch {
+            streams,
+            per_match,
+            per_connection,
+        } => run_watch(&server, streams, *per_match, *per_connection).await,
+    };
+    server.finish().await;
+    result
+}

@@ -1,0 +1,171 @@
+//! The server under test: either the `missive` binary started here on free loopback ports
+//! against a fresh PostgreSQL database (created here, dropped in [`Server::finish`]), or a
+//! server someone else runs, reached by its gRPC address.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use sqlx::Connection;
+
+/// A server for one run.
+#[derive(Debug)]
+pub(crate) struct Server {
+    /// The gRPC endpoint, `http://host:port`.
+    pub(crate) grpc: String,
+    /// The server's database, for the raw baseline; `None` when not known.
+    pub(crate) database_url: Option<String>,
+    /// The server's process id, for its memory; `None` when not known.
+    pub(crate) pid: Option<u32>,
+    child: Option<Child>,
+    /// The admin URL and the database this run created (and so drops).
+    created: Option<(String, String)>,
+    data_dir: Option<PathBuf>,
+}
+
+/// `postgres://host/db` with the database replaced by `name`.
+pub(crate) fn with_database(url: &str, name: &str) -> String {
+    match url.rsplit_once('/') {
+        Some((base, _)) => format!("{base}/{name}"),
+        None => format!("{url}/{name}"),
+    }
+}
+
+impl Server {
+    /// A server already running at `grpc`.
+    pub(crate) fn existing(grpc: String, database_url: Option<String>, pid: Option<u32>) -> Self {
+        Server {
+            grpc,
+            database_url,
+            pid,
+            child: None,
+            created: None,
+            data_dir: None,
+        }
+    }
+
+    /// Creates a fresh database and starts `bin` on it, with `db_connections` pooled
+    /// connections; returns once the server prints its gRPC address.
+    pub(crate) async fn spawn(bin: &Path, admin_url: &str, db_connections: u32) -> Result<Self> {
+        if !bin.exists() {
+            bail!(
+                "no server binary at {} (build it with `cargo build --release -p missive-server`, \
+                 or pass --server-bin)",
+                bin.display()
+            );
+        }
+        let suffix = uuid::Uuid::new_v4().simple().to_string();
+        let name = format!("missive_load_{suffix}");
+        let mut admin = sqlx::PgConnection::connect(admin_url)
+            .await
+            .with_context(|| format!("connecting to PostgreSQL at {admin_url}"))?;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await?;
+        admin.close().await.ok();
+        let database_url = with_database(admin_url, &name);
+        let data_dir = std::env::temp_dir().join(format!("missive-load-{suffix}"));
+        let mut server = Server {
+            grpc: String::new(),
+            database_url: Some(database_url.clone()),
+            pid: None,
+            child: None,
+            created: Some((admin_url.to_owned(), name)),
+            data_dir: Some(data_dir.clone()),
+        };
+        let mut child = Command::new(bin)
+            .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
+            .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+            .env("MISSIVE_DATA_DIR", &data_dir)
+            .env("MISSIVE_DB_MAX_CONNECTIONS", db_connections.to_string())
+            .env("DATABASE_URL", &database_url)
+            // One log line per action would measure the terminal, not the server.
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        server.pid = Some(child.id());
+        let stdout = child.stdout.take().context("the server's stdout")?;
+        server.child = Some(child);
+        let grpc = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let mut grpc = None;
+            for line in lines.by_ref() {
+                let Ok(line) = line else { break };
+                if let Some(addr) = line.strip_prefix("missive gRPC listening on ") {
+                    grpc = Some(format!("http://{addr}"));
+                    break;
+                }
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            grpc
+        })
+        .await?;
+        match grpc {
+            Some(grpc) => server.grpc = grpc,
+            None => {
+                server.finish().await;
+                bail!("the server exited before printing its gRPC address");
+            }
+        }
+        Ok(server)
+    }
+
+    /// The server's resident set size, from `/proc/<pid>/status`.
+    pub(crate) fn rss_bytes(&self) -> Result<u64> {
+        let pid = self
+            .pid
+            .context("the server's pid is not known (--server-pid)")?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .context("no VmRSS in /proc/<pid>/status")?;
+        Ok(kib * 1024)
+    }
+
+    /// The number of file descriptors the server holds open.
+    pub(crate) fn open_fds(&self) -> Result<usize> {
+        let pid = self.pid.context("the server's pid is not known")?;
+        Ok(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count())
+    }
+
+    /// Stops the server this run started and drops its database.
+    pub(crate) async fn finish(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(dir) = self.data_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some((admin, name)) = self.created.take() {
+            match sqlx::PgConnection::connect(&admin).await {
+                Ok(mut conn) => {
+                    if let Err(e) =
+                        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                            .execute(&mut conn)
+                            .await
+                    {
+                        eprintln!("could not drop the database {name}: {e}");
+                    }
+                }
+                Err(e) => eprintln!("could not drop the database {name}: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // `finish` is the normal path; this only makes sure no server outlives the run.
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
