@@ -7,13 +7,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
 use missive_store::{
-    ChainCheck, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate, NewEvent, NewMatch,
-    PendingTurn, SeatRecord, Snapshot, Store, StoreError, StoreOptions, canonical_bytes,
-    event_hash, truncate_to_micros,
-
     Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate,
-    NewEvent, NewMatch, REMOVED, SeatRecord, Snapshot, Store, StoreError, StoreOptions,
-    canonical_bytes, event_hash, truncate_to_micros, your_turn_body,
+    NewEvent, NewMatch, PendingTurn, REMOVED, SeatRecord, Snapshot, Store, StoreError,
+    StoreOptions, canonical_bytes, event_hash, truncate_to_micros, your_turn_body,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -830,6 +826,7 @@ mod checks {
                 turn(0, 100, None, false),
                 turn(1, 1, Some("random"), false),
             ]),
+            notify: Vec::new(),
         };
         let (record, _) = h.store.create_match(m.clone(), vec![created()]).await?;
         assert_eq!(record.status, MatchStatus::Active);
@@ -848,9 +845,8 @@ mod checks {
 
         // Seat 1 acts; seat 0 stays awaited (its deadline stands), seat 2 becomes awaited.
         let update = |turns| MatchUpdate {
-            status: None,
-            seats: Vec::new(),
             turns,
+            ..MatchUpdate::default()
         };
         let next = Some(vec![turn(0, 200, None, true), turn(2, 300, None, false)]);
         h.store
@@ -870,66 +866,6 @@ mod checks {
                 vec![action(0, "late", 3)],
                 update(Some(Vec::new())),
             )
-    /// A match with one event, seat 0 and seat 1 on webhooks A and B, seat 2 on none.
-    async fn match_with_webhooks(h: &Harness) -> Result<MatchId> {
-        let m = new_match(3);
-        h.store.create_match(m.clone(), vec![created()]).await?;
-        let now = Utc::now();
-        h.store
-            .set_webhook(m.id, 0, "http://a.example/hook", [1; 32], now)
-            .await?;
-        h.store
-            .set_webhook(m.id, 1, "http://b.example/hook", [2; 32], now)
-            .await?;
-        Ok(m.id)
-    }
-
-    fn notify(seats: &[u8]) -> MatchUpdate {
-        MatchUpdate {
-            notify: seats.to_vec(),
-            ..MatchUpdate::default()
-        }
-    }
-
-    pub(super) async fn an_append_queues_notifications_for_the_awaited_seats_with_webhooks(
-        h: &Harness,
-    ) -> Result<()> {
-        let id = match_with_webhooks(h).await?;
-        let hook = h.store.webhook(id, 0).await?.context("seat 0's webhook")?;
-        assert_eq!(hook.url, "http://a.example/hook");
-        assert_eq!(hook.secret, [1; 32]);
-        assert_eq!(h.store.webhook(id, 2).await?, None);
-        let before = Utc::now() - Duration::from_secs(1);
-        let appended = h
-            .store
-            .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 2]))
-            .await?;
-        let event = &appended.events[0];
-        let rows = h.store.deliveries(id, None, 100).await?;
-        assert_eq!(rows.len(), 1, "{rows:?}");
-        let row = &rows[0];
-        assert_eq!(
-            row.key,
-            DeliveryKey {
-                match_id: id,
-                seq: 2,
-                seat: 0
-            }
-        );
-        assert_eq!(row.url, "http://a.example/hook");
-        assert_eq!(row.body, your_turn_body(id, 2, 0, event.at));
-        let body: serde_json::Value = serde_json::from_str(&row.body)?;
-        assert_eq!(body["type"], "your_turn");
-        assert_eq!(body["seat"], 0);
-        assert_eq!(body["version"], 2);
-        assert_eq!(body["matchId"], id.to_string());
-        assert_eq!(row.attempts, 0);
-        assert!(row.next_attempt_at.is_some_and(|t| t >= before));
-        assert_eq!((row.delivered_at, row.last_status), (None, None));
-        // A refused append queues nothing.
-        let stale = h
-            .store
-            .append(id, 1, vec![action(0, "r2", 2)], notify(&[1]))
             .await;
         assert!(
             matches!(stale, Err(StoreError::Conflict { .. })),
@@ -1011,20 +947,6 @@ mod checks {
                 vec![action(1, "x", 2)],
                 MatchUpdate {
                     turns: Some(vec![turn(0, 25, None, true)]),
-        // Neither does an append that makes nobody awaited.
-        h.store
-            .append(id, 2, vec![action(0, "r3", 3)], MatchUpdate::default())
-            .await?;
-        assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 1);
-        // With a status change, and two events: the notification names the last one.
-        h.store
-            .append(
-                id,
-                3,
-                vec![action(0, "r4", 4), action(0, "r5", 5)],
-                MatchUpdate {
-                    status: Some(MatchStatus::Active),
-                    notify: vec![1, 0],
                     ..MatchUpdate::default()
                 },
             )
@@ -1054,6 +976,117 @@ mod checks {
         let mut tasks = tokio::task::JoinSet::new();
         for c in 0..8 {
             let store = if c % 2 == 0 {
+                h.store.clone()
+            } else {
+                second_server.clone()
+            };
+            tasks.spawn(async move {
+                let mut mine = Vec::new();
+                loop {
+                    let claimed = store.claim_turns(at(100), at(1000), 2).await?;
+                    if claimed.is_empty() {
+                        return anyhow::Ok(mine);
+                    }
+                    mine.extend(claimed.into_iter().map(|t| t.match_id));
+                }
+            });
+        }
+        let mut claimed = Vec::new();
+        while let Some(result) = tasks.join_next().await {
+            claimed.extend(result??);
+        }
+        claimed.sort();
+        assert_eq!(
+            claimed,
+            ids.into_iter().collect::<Vec<_>>(),
+            "each turn claimed exactly once"
+        );
+        Ok(())
+    }
+
+    /// A match with one event, seat 0 and seat 1 on webhooks A and B, seat 2 on none.
+    async fn match_with_webhooks(h: &Harness) -> Result<MatchId> {
+        let m = new_match(3);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let now = Utc::now();
+        h.store
+            .set_webhook(m.id, 0, "http://a.example/hook", [1; 32], now)
+            .await?;
+        h.store
+            .set_webhook(m.id, 1, "http://b.example/hook", [2; 32], now)
+            .await?;
+        Ok(m.id)
+    }
+
+    fn notify(seats: &[u8]) -> MatchUpdate {
+        MatchUpdate {
+            notify: seats.to_vec(),
+            ..MatchUpdate::default()
+        }
+    }
+
+    pub(super) async fn an_append_queues_notifications_for_the_awaited_seats_with_webhooks(
+        h: &Harness,
+    ) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        let hook = h.store.webhook(id, 0).await?.context("seat 0's webhook")?;
+        assert_eq!(hook.url, "http://a.example/hook");
+        assert_eq!(hook.secret, [1; 32]);
+        assert_eq!(h.store.webhook(id, 2).await?, None);
+        let before = Utc::now() - Duration::from_secs(1);
+        let appended = h
+            .store
+            .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 2]))
+            .await?;
+        let event = &appended.events[0];
+        let rows = h.store.deliveries(id, None, 100).await?;
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        assert_eq!(
+            row.key,
+            DeliveryKey {
+                match_id: id,
+                seq: 2,
+                seat: 0
+            }
+        );
+        assert_eq!(row.url, "http://a.example/hook");
+        assert_eq!(row.body, your_turn_body(id, 2, 0, event.at));
+        let body: serde_json::Value = serde_json::from_str(&row.body)?;
+        assert_eq!(body["type"], "your_turn");
+        assert_eq!(body["seat"], 0);
+        assert_eq!(body["version"], 2);
+        assert_eq!(body["matchId"], id.to_string());
+        assert_eq!(row.attempts, 0);
+        assert!(row.next_attempt_at.is_some_and(|t| t >= before));
+        assert_eq!((row.delivered_at, row.last_status), (None, None));
+        // A refused append queues nothing.
+        let stale = h
+            .store
+            .append(id, 1, vec![action(0, "r2", 2)], notify(&[1]))
+            .await;
+        assert!(
+            matches!(stale, Err(StoreError::Conflict { .. })),
+            "{stale:?}"
+        );
+        // Neither does an append that makes nobody awaited.
+        h.store
+            .append(id, 2, vec![action(0, "r3", 3)], MatchUpdate::default())
+            .await?;
+        assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 1);
+        // With a status change, and two events: the notification names the last one.
+        h.store
+            .append(
+                id,
+                3,
+                vec![action(0, "r4", 4), action(0, "r5", 5)],
+                MatchUpdate {
+                    status: Some(MatchStatus::Active),
+                    notify: vec![1, 0],
+                    ..MatchUpdate::default()
+                },
+            )
+            .await?;
         assert_eq!(h.store.get_match(id).await?.status, MatchStatus::Active);
         let rows = h.store.deliveries(id, None, 100).await?;
         let keys: Vec<_> = rows.iter().map(|r| (r.key.seq, r.key.seat)).collect();
@@ -1219,27 +1252,6 @@ mod checks {
             } else {
                 second_server.clone()
             };
-            tasks.spawn(async move {
-                let mut mine = Vec::new();
-                loop {
-                    let claimed = store.claim_turns(at(100), at(1000), 2).await?;
-                    if claimed.is_empty() {
-                        return anyhow::Ok(mine);
-                    }
-                    mine.extend(claimed.into_iter().map(|t| t.match_id));
-                }
-            });
-        }
-        let mut claimed = Vec::new();
-        while let Some(result) = tasks.join_next().await {
-            claimed.extend(result??);
-        }
-        claimed.sort();
-        assert_eq!(
-            claimed,
-            ids.into_iter().collect::<Vec<_>>(),
-            "each turn claimed exactly once"
-        );
             tasks.spawn(async move { store.claim_deliveries(t, lease_of(t), 5).await });
         }
         let mut keys = Vec::new();

@@ -764,18 +764,6 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
             status.message()
         );
     }
-    let lopti = client
-        .create_match(pb::CreateMatchRequest {
-            options: Some(pb::GameOptions {
-                game: Some(pb::game_options::Game::Lopti(pb::LoptiOptions::default())),
-            }),
-            seat_count: 2,
-            ..Default::default()
-        })
-        .await;
-    if let Err(status) = lopti {
-        assert_eq!(status.code(), Code::InvalidArgument, "{}", status.message());
-    }
     let bad_start = client.create_match(amori_request(2, Some(2))).await;
     assert_eq!(
         bad_start.expect_err("seat 2 of 2").code(),

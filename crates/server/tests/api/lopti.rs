@@ -34,7 +34,7 @@ fn lopti_options(hands: u32) -> pb::CreateMatchRequest {
             })),
         }),
         seat_count: SEATS,
-        turn_timeout_secs: None,
+        ..Default::default()
     }
 }
 
