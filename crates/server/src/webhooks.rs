@@ -52,16 +52,15 @@ impl Settings {
         self.timeout * 2 + Duration::from_secs(30)
     }
 
-    /// The wait after the `attempts`-th failed attempt: `retry_base · 2^(attempts-1)`, capped at
-    /// `retry_max`, less up to a quarter of it as `unit` (in `[0, 1)`) goes from 0 to 1. The
-    /// jitter spreads retries out without letting a later wait be shorter than an earlier one.
+    /// The wait after the `attempts`-th failed attempt: `retry_base · 2^(attempts-1)`, less up
+    /// to a quarter of it as `unit` (in `[0, 1)`) goes from 0 to 1, capped at `retry_max`. The
+    /// jitter spreads retries out without letting a later wait be shorter than an earlier one
+    /// (capping after the jitter keeps that true at the cap too).
     pub fn backoff(&self, attempts: u32, unit: f64) -> Duration {
         let doublings = attempts.saturating_sub(1).min(31);
-        let full = self
-            .retry_base
-            .saturating_mul(1u32 << doublings)
-            .min(self.retry_max);
+        let full = self.retry_base.saturating_mul(1u32 << doublings);
         full.mul_f64(1.0 - 0.25 * unit.clamp(0.0, 1.0))
+            .min(self.retry_max)
     }
 }
 

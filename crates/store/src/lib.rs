@@ -53,8 +53,8 @@
 //! stored columns alone.
 
 mod canonical;
-mod outbox;
 mod notify;
+mod outbox;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -65,10 +65,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
+pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 pub use outbox::{
     Attempt, Delivery, DeliveryKey, DeliveryRecord, REMOVED, Webhook, your_turn_body,
 };
-pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;

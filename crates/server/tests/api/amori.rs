@@ -771,3 +771,72 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
     );
     assert_eq!(version(&client).await, before, "refusals change nothing");
 }
+
+/// Two server-side bots and a human seat play a whole game: the bots move from their own
+/// seats' views, through the same path as a player's actions, and the log of the finished
+/// match verifies and replays with every seat's moves in it.
+#[tokio::test]
+async fn a_mother_plays_a_whole_match_against_two_bots() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let mut request = amori_request(3, Some(1));
+    request.bots = vec![
+        pb::BotSeat {
+            seat: 1,
+            strategy: "random".into(),
+        },
+        pb::BotSeat {
+            seat: 2,
+            strategy: String::new(),
+        },
+    ];
+    let info = client
+        .create_match(request)
+        .await
+        .expect("create")
+        .into_inner()
+        .r#match
+        .expect("match info");
+    let bots: Vec<bool> = info.seats.iter().map(|s| s.bot).collect();
+    assert_eq!(bots, [false, true, true]);
+    assert_eq!(info.status, pb::MatchStatus::Open as i32, "seat 0 is free");
+    let joined = client
+        .join_match(pb::JoinMatchRequest {
+            match_id: info.match_id.clone(),
+            player: "mother 0".into(),
+            seat: None,
+        })
+        .await
+        .expect("the free seat is the human's")
+        .into_inner();
+    assert_eq!(joined.seat, 0);
+    let driven = BTreeMap::from([(0, joined.seat_token)]);
+    let played = drive(&mut client, &info.match_id, &driven, 11).await;
+
+    let outcome = played.last.outcome.as_ref().expect("an outcome");
+    assert!(!outcome.winners.is_empty(), "someone wins");
+    assert!(played.actions > 0, "the human seat played");
+    for (_, view) in &played.received {
+        assert_view_hides_what_it_must(amori_view(view), 0);
+    }
+    let log = audit_log(&mut client, &info.match_id).await;
+    let actors: std::collections::BTreeSet<u32> = log
+        .events
+        .iter()
+        .filter(|e| e.kind == "action")
+        .filter_map(|e| e.actor)
+        .collect();
+    assert_eq!(
+        actors,
+        [0, 1, 2].into(),
+        "bots act as ordinary logged actions"
+    );
+    let id = info.match_id.parse().expect("a match id");
+    missive_server::audit::verify(&Registry::new(), id, &log).expect("the log verifies");
+    let steps = replay(&log);
+    let last = steps.last().expect("a replayed log");
+    assert_eq!(
+        last.state.outcome().map(|o| o.scores),
+        Some(outcome.scores.clone())
+    );
+}

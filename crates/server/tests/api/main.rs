@@ -5,6 +5,6 @@ mod grpc;
 mod helpers;
 mod http;
 mod lopti;
+mod replicas;
 mod turns;
 mod webhooks;
-mod replicas;
