@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, authed, spawn_app};
+use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, seat_view, spawn_app};
 
 const KIND: &str = "amori-e-intrighi";
 
@@ -130,26 +130,6 @@ struct Played {
     received: Vec<(u32, pb::MatchView)>,
     last: pb::MatchView,
     actions: usize,
-}
-
-async fn seat_view(
-    client: &mut MissiveClient<Channel>,
-    match_id: &str,
-    token: &str,
-) -> pb::MatchView {
-    client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.to_owned(),
-                seat: None,
-            },
-            token,
-        ))
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view")
 }
 
 /// Plays the match to the end. `driven` maps the seats this test plays to their tokens; any
@@ -289,19 +269,6 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
         });
     }
     steps
-}
-
-async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
-    client
-        .get_history(pb::GetHistoryRequest {
-            match_id: match_id.to_owned(),
-            seat: None,
-        })
-        .await
-        .expect("history")
-        .into_inner()
-        .audit
-        .expect("the full log once the match is over")
 }
 
 /// What a seat's view may hold of hidden things: its own hand only, and a location deck's

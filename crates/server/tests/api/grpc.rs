@@ -9,7 +9,7 @@ use missive_server::games::{MatchState, Registry};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, authed, love_letter_options, spawn_app};
+use crate::helpers::{Backend, Lcg, audit_log, authed, love_letter_options, spawn_app};
 
 /// A played match and every view each seat received, by version.
 #[derive(Debug)]
@@ -203,20 +203,6 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
         ));
     }
     steps
-}
-
-/// A finished match's full log, as a spectator may fetch it.
-async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
-    client
-        .get_history(pb::GetHistoryRequest {
-            match_id: match_id.to_owned(),
-            seat: None,
-        })
-        .await
-        .expect("history")
-        .into_inner()
-        .audit
-        .expect("the full log once the match is over")
 }
 
 #[tokio::test]

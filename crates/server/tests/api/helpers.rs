@@ -395,3 +395,38 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
         bots: Vec::new(),
     }
 }
+
+/// The view of the seat whose token this is.
+pub(crate) async fn seat_view(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: &str,
+) -> pb::MatchView {
+    client
+        .get_view(authed(
+            pb::GetViewRequest {
+                match_id: match_id.to_owned(),
+                seat: None,
+            },
+            token,
+        ))
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("a view")
+}
+
+/// A finished match's full audit log.
+pub(crate) async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
+    client
+        .get_history(pb::GetHistoryRequest {
+            match_id: match_id.to_owned(),
+            seat: None,
+        })
+        .await
+        .expect("history")
+        .into_inner()
+        .audit
+        .expect("the full log once the match is over")
+}

@@ -15,7 +15,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, authed, spawn_app};
+use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, seat_view, spawn_app};
 
 use pb::lopti_action::Action as A;
 use pb::lopti_event::Event as E;
@@ -245,26 +245,6 @@ struct Played {
     last: pb::MatchView,
 }
 
-async fn get_view(
-    client: &mut MissiveClient<Channel>,
-    match_id: &str,
-    token: &str,
-) -> pb::MatchView {
-    client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.to_owned(),
-                seat: None,
-            },
-            token,
-        ))
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view")
-}
-
 async fn play_session(client: &mut MissiveClient<Channel>, seed: u64) -> Played {
     let created = client
         .create_match(lopti_options(HANDS))
@@ -295,7 +275,7 @@ async fn play_session(client: &mut MissiveClient<Channel>, seed: u64) -> Played 
     for _ in 0..5000 {
         let mut views = Vec::new();
         for (seat, token) in tokens.iter().enumerate() {
-            let view = get_view(client, &match_id, token).await;
+            let view = seat_view(client, &match_id, token).await;
             assert_eq!(view.seat, Some(seat as u32));
             views.push(view.clone());
             received.push((seat as u32, view));
@@ -393,19 +373,6 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
         ));
     }
     steps
-}
-
-async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
-    client
-        .get_history(pb::GetHistoryRequest {
-            match_id: match_id.to_owned(),
-            seat: None,
-        })
-        .await
-        .expect("history")
-        .into_inner()
-        .audit
-        .expect("the full log once the match is over")
 }
 
 /// Where every card lies in a state, read from the engine's own serialised state.

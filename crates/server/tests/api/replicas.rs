@@ -16,7 +16,9 @@ use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::grpc::create_and_join;
-use crate::helpers::{Backend, Lcg, PgProxy, TestApp, authed, spawn_app, spawn_replica_with};
+use crate::helpers::{
+    Backend, Lcg, PgProxy, TestApp, audit_log, authed, spawn_app, spawn_replica_with,
+};
 
 /// One action to take: the awaited seat and its request (a fresh request id, no pinned version).
 #[derive(Debug, Clone)]
@@ -140,19 +142,6 @@ async fn next_update(updates: &mut mpsc::UnboundedReceiver<(u64, Instant)>) -> (
         .await
         .expect("the watcher hears of the update")
         .expect("the stream is open")
-}
-
-async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::AuditLog {
-    client
-        .get_history(pb::GetHistoryRequest {
-            match_id: match_id.to_owned(),
-            seat: None,
-        })
-        .await
-        .expect("history")
-        .into_inner()
-        .audit
-        .expect("the full log once the match is over")
 }
 
 /// Straight to the database, not through any server.

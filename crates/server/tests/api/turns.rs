@@ -9,7 +9,9 @@ use missive_server::games::Registry;
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, TestApp, authed, love_letter_options, spawn_app, spawn_replica};
+use crate::helpers::{
+    Backend, TestApp, authed, love_letter_options, seat_view, spawn_app, spawn_replica,
+};
 
 /// Creates a Love Letter match with `timeout` seconds per turn and `bots` as bot seats, and
 /// joins every other seat. Returns the match id and the tokens by seat (empty for bots).
@@ -62,22 +64,6 @@ async fn get_match(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::M
         .into_inner()
         .r#match
         .expect("match info")
-}
-
-async fn view(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) -> pb::MatchView {
-    client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.to_owned(),
-                seat: None,
-            },
-            token,
-        ))
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view")
 }
 
 /// The history as the token's seat sees it (a spectator's with `None`).
@@ -209,7 +195,7 @@ async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
     let mut client = app.grpc().await;
     let (match_id, tokens) = start_match(&mut client, 2, Some(TIMEOUT), &[]).await;
     let started = get_match(&mut client, &match_id).await;
-    let first = view(&mut client, &match_id, &tokens[0]).await;
+    let first = seat_view(&mut client, &match_id, &tokens[0]).await;
     let late = first.awaiting[0];
     let other_seat = 1 - late;
 
@@ -221,12 +207,12 @@ async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
     assert_eq!(info.version, started.version + 1);
     // Usually the other seat's turn; the same seat's again after a Chancellor.
     let spectating = history(&mut client, &match_id, None).await;
-    let on_time = *view(&mut client, &match_id, &tokens[0])
+    let on_time = *seat_view(&mut client, &match_id, &tokens[0])
         .await
         .awaiting
         .first()
         .unwrap_or_else(|| panic!("someone is awaited: {spectating:?}"));
-    let view_after = view(&mut client, &match_id, &tokens[on_time as usize]).await;
+    let view_after = seat_view(&mut client, &match_id, &tokens[on_time as usize]).await;
 
     // That seat acts in time: no timeout for it.
     let acted = client
@@ -458,7 +444,7 @@ async fn a_player_plays_a_bot_through_the_ordinary_api() {
             start.elapsed() < Duration::from_secs(60),
             "the match never ended"
         );
-        let mine = view(&mut client, &match_id, &tokens[0]).await;
+        let mine = seat_view(&mut client, &match_id, &tokens[0]).await;
         if mine.outcome.is_some() {
             break;
         }
@@ -541,9 +527,9 @@ async fn bad_bot_requests_are_refused_and_create_nothing() {
 
     // The server's own request ids are not for clients.
     let (match_id, tokens) = start_match(&mut client, 2, None, &[]).await;
-    let mine = view(&mut client, &match_id, &tokens[0]).await;
+    let mine = seat_view(&mut client, &match_id, &tokens[0]).await;
     let token = &tokens[mine.awaiting[0] as usize];
-    let mine = view(&mut client, &match_id, token).await;
+    let mine = seat_view(&mut client, &match_id, token).await;
     let status = client
         .act(authed(
             pb::ActRequest {

@@ -16,7 +16,9 @@ use sha2::Sha256;
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, Options, TestApp, authed, love_letter_options, spawn_app_with};
+use crate::helpers::{
+    Backend, Lcg, Options, TestApp, authed, love_letter_options, seat_view, spawn_app_with,
+};
 
 /// Short back-offs and polls so retries happen within a test.
 const FAST: Options = Options {
@@ -199,22 +201,6 @@ async fn get_webhook(
         .into_inner()
 }
 
-async fn view(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) -> pb::MatchView {
-    client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.to_owned(),
-                seat: None,
-            },
-            token,
-        ))
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view")
-}
-
 /// Plays random legal actions from the match's current state (just started) until `seat` has
 /// been newly awaited `times` times, counting the start; returns the versions at which it was.
 /// Stops early if the match ends.
@@ -226,7 +212,7 @@ async fn play_until_awaited(
     times: usize,
 ) -> Vec<u64> {
     let mut rng = Lcg(7);
-    let start = view(client, match_id, &tokens[0]).await;
+    let start = seat_view(client, match_id, &tokens[0]).await;
     let mut awaited = Vec::new();
     if start.awaiting.contains(&seat) {
         awaited.push(start.version);
@@ -237,7 +223,7 @@ async fn play_until_awaited(
             break;
         }
         let Some(&mover) = before.first() else { break };
-        let mine = view(client, match_id, &tokens[mover as usize]).await;
+        let mine = seat_view(client, match_id, &tokens[mover as usize]).await;
         let action = mine.legal_actions[rng.below(mine.legal_actions.len())].clone();
         let after = client
             .act(authed(
