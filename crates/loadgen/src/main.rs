@@ -24,6 +24,9 @@ use clap::{Parser, Subcommand};
 
 use crate::server::Server;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "missive-load", about = "Load figures for a Missive server")]
 struct Cli {

@@ -6,6 +6,9 @@ use clap::Parser;
 use missive_server::Config;
 use tokio::net::TcpListener;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();

@@ -323,9 +323,9 @@ impl Service {
         self.webhook_wake.clone()
     }
 
-    /// Tells the delivery worker an append may have queued notifications for `seats`.
-    fn wake_webhooks(&self, seats: &[u8]) {
-        if !seats.is_empty() {
+    /// Tells the delivery worker that an append queued webhook notifications.
+    fn wake_webhooks(&self, queued: bool) {
+        if queued {
             self.webhook_wake.notify_one();
         }
     }
@@ -361,6 +361,17 @@ impl Service {
             cache.retain(|_, slot| Arc::strong_count(slot) > 1);
         }
         cache.entry(id).or_default().clone()
+    }
+
+    /// The match, locked, as this server last knew it (loaded from the store if it was not
+    /// cached, and then `true`).
+    async fn cached(&self, id: MatchId) -> ApiResult<(OwnedMutexGuard<Option<Live>>, bool)> {
+        let mut guard = self.slot(id).lock_owned().await;
+        if guard.is_some() {
+            return Ok((guard, false));
+        }
+        *guard = Some(self.load(id).await?);
+        Ok((guard, true))
     }
 
     /// The match, locked and brought up to the store's current version.
@@ -831,7 +842,6 @@ impl Service {
                     Vec::new()
                 },
             };
-            let notify = update.notify.clone();
             let event = NewEvent {
                 kind: kinds::JOINED.into(),
                 actor: Some(seat),
@@ -846,12 +856,13 @@ impl Service {
                 .await
             {
                 Ok(appended) => {
+                    let webhooks_queued = appended.webhooks_queued;
                     for event in appended.events {
                         self.after_append(live, event)?;
                     }
                     self.wrote_turns(update_turns.as_ref());
                     self.sync_record(live).await?;
-                    self.wake_webhooks(&notify);
+                    self.wake_webhooks(webhooks_queued);
                     tracing::info!(match_id = %id, seat, "seat taken");
                     let info = self.info(&live.record, live.game.as_ref()).await?;
                     return Ok(pb::JoinMatchResponse {
@@ -1015,14 +1026,41 @@ impl Service {
         play: Play<'_>,
         expected_version: Option<u64>,
     ) -> ApiResult<pb::ActResponse> {
+        // The cached match is trusted at first: an append made from a stale cache fails the
+        // store's version check and is retried from a fresh one, and a refusal made from the
+        // cache is only returned once the cache is known to be current.
+        let mut fresh = false;
+        macro_rules! or_recheck {
+            ($result:expr) => {
+                match $result {
+                    Ok(value) => value,
+                    Err(_) if !fresh => {
+                        fresh = true;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+        }
         for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = self.current(id).await?;
+            let mut guard = if fresh {
+                self.current(id).await?
+            } else {
+                let (guard, loaded) = self.cached(id).await?;
+                fresh = loaded;
+                guard
+            };
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
             let seat = match by {
                 By::Caller(caller, wanted) => {
-                    match auth::viewer(&live.record, caller.token.as_deref(), wanted, true)? {
+                    match or_recheck!(auth::viewer(
+                        &live.record,
+                        caller.token.as_deref(),
+                        wanted,
+                        true
+                    )) {
                         Viewer::Seat(seat) => seat,
                         Viewer::Spectator => unreachable!("a required token gives a seat"),
                     }
@@ -1032,28 +1070,28 @@ impl Service {
             if let Some(&(actor, seq)) = live.request_ids.get(request_id) {
                 return self.duplicate(live, by, seat, actor, seq).await;
             }
-            match live.record.status {
-                MatchStatus::Open => {
-                    return Err(ApiError::precondition(
-                        "match-not-started",
-                        "the match starts when every seat is taken",
-                    ));
-                }
+            or_recheck!(match live.record.status {
+                MatchStatus::Open => Err(ApiError::precondition(
+                    "match-not-started",
+                    "the match starts when every seat is taken",
+                )),
                 MatchStatus::Finished | MatchStatus::Abandoned => {
-                    return Err(ApiError::precondition("match-over", "the match is over"));
+                    Err(ApiError::precondition("match-over", "the match is over"))
                 }
-                MatchStatus::Active => {}
-            }
+                MatchStatus::Active => Ok(()),
+            });
             if let Some(expected) = expected_version
                 && expected != live.record.version
             {
-                return Err(ApiError::Aborted(format!(
+                or_recheck!(Err(ApiError::Aborted(format!(
                     "the match is at version {}, not {expected}",
                     live.record.version
-                )));
+                ))));
             }
             let (kind, action) = match play {
-                Play::Action(action) => (kinds::ACTION, live.game.parse_action(action)?),
+                Play::Action(action) => {
+                    (kinds::ACTION, or_recheck!(live.game.parse_action(action)))
+                }
                 Play::Bot(strategy) => {
                     // The bot sees what its seat may see, and nothing else.
                     let view = self.live_view(live, Viewer::Seat(seat)).await?;
@@ -1063,9 +1101,9 @@ impl Service {
                     (kinds::ACTION, live.game.parse_action(&choice)?)
                 }
                 Play::Timeout => {
-                    let action = live.state.default_action(seat).ok_or_else(|| {
+                    let action = or_recheck!(live.state.default_action(seat).ok_or_else(|| {
                         ApiError::precondition("not-awaited", "the seat is not awaited")
-                    })?;
+                    }));
                     (kinds::TIMEOUT, action)
                 }
             };
@@ -1078,7 +1116,7 @@ impl Service {
                 {
                     return self.duplicate(live, by, seat, actor, seq).await;
                 }
-                return Err(refusal.into());
+                or_recheck!(Err(ApiError::from(refusal)));
             }
             let at = missive_store::truncate_to_micros(Utc::now());
             let event = NewEvent {
@@ -1117,7 +1155,6 @@ impl Service {
                         .collect()
                 },
             };
-            let notify = update.notify.clone();
             // An append that leaves the match row alone changes nothing the cache does not
             // already know: the store's `updated_at` is then the event's own time.
             let row_changes = update.status.is_some();
@@ -1140,6 +1177,7 @@ impl Service {
                     return self.duplicate(live, by, seat, actor, seq).await;
                 }
                 Ok(appended) => {
+                    let webhooks_queued = appended.webhooks_queued;
                     let mut version = live.record.version;
                     for event in appended.events {
                         version = event.seq;
@@ -1149,7 +1187,7 @@ impl Service {
                     if row_changes {
                         self.sync_record(live).await?;
                     }
-                    self.wake_webhooks(&notify);
+                    self.wake_webhooks(webhooks_queued);
                     crate::metrics::record_act();
                     tracing::info!(match_id = %id, seat, version, kind, "action applied");
                     let view = self.live_view(live, Viewer::Seat(seat)).await?;
@@ -1596,7 +1634,7 @@ impl Service {
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
                 let mut over = service
-                    .catch_up(id, game.as_ref(), viewer, &mut last, &tx)
+                    .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx)
                     .await?;
                 let mut recheck =
                     tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -1635,18 +1673,10 @@ impl Service {
                             over = is_over(update.record.status);
                         }
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            // Events this stream was not handed: read them from the store. If
-                            // it cannot be reached now, the next wake-up or tick tries again.
-                            match service
-                                .catch_up(id, game.as_ref(), viewer, &mut last, &tx)
-                                .await
-                            {
-                                Ok(done) => over = done,
-                                Err(ApiError::Unavailable(detail)) => {
-                                    tracing::debug!(match_id = %id, %detail, "watch re-check failed");
-                                }
-                                Err(e) => return Err(e),
-                            }
+                            // Events this stream was not handed: read them from the store.
+                            over = service
+                                .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx)
+                                .await?;
                             recheck.reset();
                         }
                         Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -1660,6 +1690,25 @@ impl Service {
             }
         });
         Ok(rx)
+    }
+
+    /// [`Service::catch_up`], except that a store that cannot be reached now is not an error:
+    /// the stream stays open, and the next wake-up or tick tries again.
+    async fn catch_up_or_wait(
+        &self,
+        id: MatchId,
+        game: &dyn GameKind,
+        viewer: Viewer,
+        last: &mut u64,
+        tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
+    ) -> ApiResult<bool> {
+        match self.catch_up(id, game, viewer, last, tx).await {
+            Err(ApiError::Unavailable(detail)) => {
+                tracing::debug!(match_id = %id, %detail, "watch catch-up failed; will retry");
+                Ok(false)
+            }
+            done => done,
+        }
     }
 
     /// Sends every update after `last` from the store; returns whether the match is over.

@@ -52,6 +52,7 @@
 //! An auditor recomputes `hash[n] = SHA-256(hash[n-1] ‖ canonical_bytes(event n))` from the
 //! stored columns alone.
 
+mod batch;
 mod canonical;
 mod notify;
 mod outbox;
@@ -289,6 +290,9 @@ pub struct Appended {
     pub events: Vec<StoredEvent>,
     /// True when the request id was already held and nothing was written.
     pub duplicate: bool,
+    /// A "your turn" notification was queued in the outbox with these events (or may have
+    /// been); false when no seat named in [`MatchUpdate::notify`] has a webhook.
+    pub webhooks_queued: bool,
 }
 
 /// A cached game state after event `seq`, produced by the given rules version.
@@ -362,7 +366,7 @@ impl MatchFilter {
 }
 
 /// The store's errors. Database driver errors are mapped here and never leak out.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// No match with this id.
     #[error("match {0} not found")]

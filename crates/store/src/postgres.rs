@@ -18,14 +18,20 @@
 //! a match's last event usually writes its next one. The cached head is only a guess; the
 //! statement itself checks both version and last hash, so a stale guess costs a retry of the
 //! slow path, never a wrong write.
+//!
+//! The commonest append, one event that changes no match row and no pending turns, goes to the
+//! group commit instead ([`crate::batch`]): written with whatever other appends are waiting, in
+//! one statement. Its head is one this process saw committed (it wrote or read it), and
+//! committed events never change, so there the primary key alone settles the race.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use sqlx::PgPool;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+use crate::batch::{Batcher, Row};
 use crate::notify::Notifier;
 use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
 use crate::turns::TurnColumns;
@@ -44,6 +50,7 @@ pub(crate) struct Pg {
     pub(crate) pool: PgPool,
     heads: Arc<HeadCache>,
     notifier: Option<Notifier>,
+    batcher: Batcher,
 }
 
 /// `(version, last_hash)` per match, as last written or read by this process.
@@ -78,7 +85,10 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(1))
         .acquire_timeout(options.acquire_timeout)
-        .connect(url)
+        // No ping before each use: it doubled the round trips of every query. A connection
+        // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool.
+        .test_before_acquire(false)
+        .connect_with(connect_options(url)?)
         .await
         .map_err(StoreError::from_sqlx)?;
     MIGRATOR
@@ -87,10 +97,22 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .map_err(|e| StoreError::from_sqlx(e.into()))?;
     let notifier = options.notify.then(|| Notifier::spawn(pool.clone()));
     Ok(Pg {
+        batcher: Batcher::spawn(pool.clone()),
         pool,
         heads: Arc::default(),
         notifier,
     })
+}
+
+/// The store's connection settings: `url`'s, and generic plans for prepared statements.
+/// Every statement here is keyed by `match_id`, so the generic plan is the right one; the
+/// default re-plans statements over array parameters (the group commit's) on every execution,
+/// which cost more than writing the rows.
+fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
+    let options: PgConnectOptions = url
+        .parse()
+        .map_err(|e| StoreError::Internal(format!("bad database URL: {e}")))?;
+    Ok(options.options([("plan_cache_mode", "force_generic_plan")]))
 }
 
 /// The match row with its head: `version` is the last event's seq (read backwards through the
@@ -354,6 +376,7 @@ async fn check(
         return Ok(Checked::Duplicate(Appended {
             events: events_between(pool, id, first, last).await?,
             duplicate: true,
+            webhooks_queued: false,
         }));
     }
     head.check_seats(update)?;
@@ -422,15 +445,6 @@ const INSERT_EVENTS: &str =
         AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
     WHERE ";
 
-/// [`INSERT_EVENTS`] for a single event, bound as scalars: the commonest append, without
-/// the cost of building and unnesting arrays.
-const INSERT_EVENT: &str =
-    "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
-        prev_hash, hash)
-    SELECT $1::uuid, $4::bigint, $5::text, $6::smallint, $7::text, $8::bigint, $9::text::jsonb,
-        $10::timestamptz, $11::bytea, $12::bytea
-    WHERE ";
-
 /// The status and seat changes of an append, applied only if `h` holds a row: the inserted
 /// events, or for an append without events the match row when its head is as expected and no
 /// event follows it.
@@ -486,10 +500,28 @@ async fn write(
     update: &MatchUpdate,
 ) -> Result<Option<Appended>, StoreError> {
     let stored = chain(id, expected, prev, events);
-    let cols = EventColumns::new(&stored)?;
     let version = stored.last().map_or(expected, |e| e.seq);
     let last_hash = stored.last().map_or(*prev, |e| e.hash);
     let seats = &update.seats;
+    let changes_match = update.status.is_some() || !seats.is_empty();
+    if let (false, None, [_]) = (changes_match, &update.turns, stored.as_slice()) {
+        // The commonest append: one event and maybe notifications, written with others.
+        let [ev] = <[StoredEvent; 1]>::try_from(stored)
+            .map_err(|_| StoreError::Internal("a single event became several".into()))?;
+        let (notify_seats, notify_bodies) =
+            crate::outbox::bodies(id, ev.seq, ev.at, &update.notify);
+        let row = Row {
+            request_last: ev.request_id.as_ref().map(|_| to_i64(ev.seq)).transpose()?,
+            notify: notify_seats.into_iter().zip(notify_bodies).collect(),
+            event: ev.clone(),
+        };
+        return Ok(pg
+            .batcher
+            .write(row)
+            .await?
+            .map(|queued| appended(pg, id, version, last_hash, vec![ev], queued)));
+    }
+    let cols = EventColumns::new(&stored)?;
     // The statement writes nothing unless the match has every seat named here.
     let max_seat = seats
         .iter()
@@ -498,7 +530,6 @@ async fn write(
         .map(i16::from)
         .max()
         .unwrap_or(-1);
-    let changes_match = update.status.is_some() || !seats.is_empty();
     let notify = !update.notify.is_empty() && !stored.is_empty();
     let plain = !changes_match && !notify && update.turns.is_none() && !stored.is_empty();
     let turns = TurnColumns::new(update.turns.as_deref().unwrap_or_default());
@@ -544,31 +575,6 @@ async fn write(
             SELECT count(*) FROM m"
         )
     };
-    // Rows inserted into events, or for an append without events the match row updated.
-    let want = if stored.is_empty() {
-        1
-    } else {
-        stored.len() as u64
-    };
-    if let (true, [ev]) = (plain, stored.as_slice()) {
-        let result = sqlx::query(&format!("{INSERT_EVENT}{HEAD_IS}"))
-            .bind(id.to_string())
-            .bind(to_i64(expected)?)
-            .bind(prev.to_vec())
-            .bind(to_i64(ev.seq)?)
-            .bind(&ev.kind)
-            .bind(ev.actor.map(i16::from))
-            .bind(&ev.request_id)
-            .bind(cols.request_last[0])
-            .bind(&cols.payload[0])
-            .bind(ev.at)
-            .bind(ev.prev_hash.to_vec())
-            .bind(ev.hash.to_vec())
-            .execute(&pg.pool)
-            .await
-            .map(|r| r.rows_affected());
-        return finish(pg, id, version, last_hash, stored, result, want);
-    }
     let query = sqlx::query(&sql)
         .bind(id.to_string())
         .bind(to_i64(expected)?)
@@ -610,31 +616,14 @@ async fn write(
             .and_then(|row| sqlx::Row::try_get::<i64, _>(&row, 0))
             .map(|n| u64::try_from(n).unwrap_or(0))
     };
-    finish(pg, id, version, last_hash, stored, result, want)
-}
-
-/// The outcome of an append statement that wrote `result` rows where it should have written
-/// `want`; see [`write`].
-fn finish(
-    pg: &Pg,
-    id: MatchId,
-    version: u64,
-    last_hash: [u8; 32],
-    stored: Vec<StoredEvent>,
-    result: Result<u64, sqlx::Error>,
-    want: u64,
-) -> Result<Option<Appended>, StoreError> {
+    // Rows inserted into events, or for an append without events the match row updated.
+    let want = if stored.is_empty() {
+        1
+    } else {
+        stored.len() as u64
+    };
     match result {
-        Ok(n) if n == want => {
-            pg.heads.put(id, version, last_hash);
-            if let Some(notifier) = &pg.notifier {
-                notifier.appended(id, version);
-            }
-            Ok(Some(Appended {
-                events: stored,
-                duplicate: false,
-            }))
-        }
+        Ok(n) if n == want => Ok(Some(appended(pg, id, version, last_hash, stored, notify))),
         Ok(_) => Ok(None),
         // Another writer committed the same request id or seq first.
         Err(e)
@@ -644,6 +633,26 @@ fn finish(
             Ok(None)
         }
         Err(e) => Err(StoreError::from_sqlx(e)),
+    }
+}
+
+/// An append that committed: the head it leaves is remembered and announced.
+fn appended(
+    pg: &Pg,
+    id: MatchId,
+    version: u64,
+    last_hash: [u8; 32],
+    stored: Vec<StoredEvent>,
+    webhooks_queued: bool,
+) -> Appended {
+    pg.heads.put(id, version, last_hash);
+    if let Some(notifier) = &pg.notifier {
+        notifier.appended(id, version);
+    }
+    Appended {
+        events: stored,
+        duplicate: false,
+        webhooks_queued,
     }
 }
 

@@ -268,6 +268,7 @@ pub(crate) async fn append(
         return Ok(Appended {
             events,
             duplicate: true,
+            webhooks_queued: false,
         });
     }
     let actual = head.version()?;
@@ -311,11 +312,12 @@ pub(crate) async fn append(
     if let Some(turns) = &update.turns {
         crate::turns::sqlite_replace(&mut tx, &key, version, turns).await?;
     }
+    let mut webhooks_queued = false;
     if let Some(last) = stored.last() {
         let (seats, bodies) = crate::outbox::bodies(id, last.seq, last.at, &update.notify);
         let now = crate::outbox::micros(truncate_to_micros(Utc::now()));
         for (seat, body) in seats.into_iter().zip(bodies) {
-            sqlx::query(
+            let queued = sqlx::query(
                 "INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at,
                      created_at)
                  SELECT match_id, ?1, seat, url, ?2, ?3, ?3 FROM webhooks
@@ -329,12 +331,14 @@ pub(crate) async fn append(
             .execute(&mut *tx)
             .await
             .map_err(db)?;
+            webhooks_queued |= queued.rows_affected() > 0;
         }
     }
     tx.commit().await.map_err(db)?;
     Ok(Appended {
         events: stored,
         duplicate: false,
+        webhooks_queued,
     })
 }
 

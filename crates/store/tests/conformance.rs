@@ -782,6 +782,140 @@ mod checks {
         Ok(())
     }
 
+    /// Many appends at once, as a busy server makes them (on PostgreSQL they share statements):
+    /// each is answered for itself. Appends to distinct matches all land; of eight racing for
+    /// one seq exactly one wins and the rest get conflicts; a retried request id is a duplicate;
+    /// only the append whose seat has a webhook says it queued a notification.
+    pub(super) async fn appends_made_together_each_get_their_own_outcome(
+        h: &Harness,
+    ) -> Result<()> {
+        const DISTINCT: usize = 24;
+        const RACERS: usize = 8;
+        let mut distinct = Vec::new();
+        for _ in 0..DISTINCT {
+            let m = new_match(2);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            distinct.push(m.id);
+        }
+        let contested = new_match(2);
+        h.store
+            .create_match(contested.clone(), vec![created()])
+            .await?;
+        let retried = new_match(2);
+        h.store
+            .create_match(retried.clone(), vec![created()])
+            .await?;
+        let original = h
+            .store
+            .append(
+                retried.id,
+                1,
+                vec![action(0, "again", 1)],
+                MatchUpdate::default(),
+            )
+            .await?;
+        let hooked = match_with_webhooks(h).await?;
+
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(DISTINCT + RACERS + 2));
+        let mut tasks = tokio::task::JoinSet::new();
+        let spawn = |tasks: &mut tokio::task::JoinSet<_>,
+                     name: String,
+                     id: MatchId,
+                     version: u64,
+                     event: NewEvent,
+                     update: MatchUpdate| {
+            let (store, start) = (h.store.clone(), start.clone());
+            tasks.spawn(async move {
+                start.wait().await;
+                (name, store.append(id, version, vec![event], update).await)
+            });
+        };
+        for (i, &id) in distinct.iter().enumerate() {
+            // Seat 1 of these matches has no webhook: nothing to queue.
+            let update = notify(&[1]);
+            spawn(
+                &mut tasks,
+                format!("distinct {i}"),
+                id,
+                1,
+                action(0, "d", i as i64),
+                update,
+            );
+        }
+        for r in 0..RACERS {
+            let event = action(0, &format!("racer {r}"), r as i64);
+            let update = MatchUpdate::default();
+            spawn(
+                &mut tasks,
+                format!("racer {r}"),
+                contested.id,
+                1,
+                event,
+                update,
+            );
+        }
+        let event = action(0, "again", 1);
+        spawn(
+            &mut tasks,
+            "retry".into(),
+            retried.id,
+            2,
+            event,
+            MatchUpdate::default(),
+        );
+        spawn(
+            &mut tasks,
+            "hooked".into(),
+            hooked,
+            1,
+            action(1, "h", 1),
+            notify(&[0, 2]),
+        );
+
+        let (mut winners, mut losers) = (0, 0);
+        while let Some(joined) = tasks.join_next().await {
+            let (name, outcome) = joined?;
+            match (name.as_str(), outcome) {
+                (n, Ok(done)) if n.starts_with("distinct") => {
+                    ensure!(!done.duplicate && done.events[0].seq == 2, "{n}: {done:?}");
+                    ensure!(!done.webhooks_queued, "{n}: no webhook, nothing queued");
+                }
+                (n, Ok(done)) if n.starts_with("racer") => {
+                    ensure!(!done.duplicate && done.events[0].seq == 2, "{n}: {done:?}");
+                    winners += 1;
+                }
+                (
+                    n,
+                    Err(StoreError::Conflict {
+                        expected: 1,
+                        actual: 2,
+                    }),
+                ) if n.starts_with("racer") => {
+                    losers += 1;
+                }
+                ("retry", Ok(done)) => {
+                    ensure!(done.duplicate, "a retried request is not stored twice");
+                    ensure!(done.events == original.events, "{done:?}");
+                }
+                ("hooked", Ok(done)) => ensure!(done.webhooks_queued, "seat 0 has a webhook"),
+                (n, other) => anyhow::bail!("{n}: unexpected {other:?}"),
+            }
+        }
+        assert_eq!((winners, losers), (1, RACERS - 1));
+        for id in distinct.iter().chain([&contested.id, &hooked]) {
+            assert_eq!(
+                h.store.verify_chain(*id).await?,
+                ChainCheck::Valid { events: 2 }
+            );
+        }
+        assert_eq!(
+            h.store.verify_chain(retried.id).await?,
+            ChainCheck::Valid { events: 2 }
+        );
+        assert_eq!(h.store.deliveries(hooked, None, 10).await?.len(), 1);
+        Ok(())
+    }
+
     fn turn(seat: u8, due: i64, bot: Option<&str>, continues: bool) -> PendingTurn {
         PendingTurn {
             seat,
@@ -1038,6 +1172,7 @@ mod checks {
             .store
             .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 2]))
             .await?;
+        assert!(appended.webhooks_queued, "seat 0 has a webhook");
         let event = &appended.events[0];
         let rows = h.store.deliveries(id, None, 100).await?;
         assert_eq!(rows.len(), 1, "{rows:?}");
@@ -1070,9 +1205,11 @@ mod checks {
             "{stale:?}"
         );
         // Neither does an append that makes nobody awaited.
-        h.store
+        let quiet = h
+            .store
             .append(id, 2, vec![action(0, "r3", 3)], MatchUpdate::default())
             .await?;
+        assert!(!quiet.webhooks_queued);
         assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 1);
         // With a status change, and two events: the notification names the last one.
         h.store
@@ -1307,6 +1444,7 @@ conformance!(
     a_valid_log_verifies_and_its_hashes_recompute_from_the_columns,
     an_out_of_band_update_of_one_event_is_named_by_verification,
     racing_writers_get_one_event_per_seq_and_a_valid_chain,
+    appends_made_together_each_get_their_own_outcome,
     pending_turns_are_written_with_their_event_and_replaced_by_the_next,
     due_turns_are_claimed_once_until_their_lease_expires,
     concurrent_claimers_never_share_a_turn,

@@ -127,9 +127,18 @@ async fn watch(
         .into_inner();
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
-        while let Ok(Some(update)) = stream.message().await {
-            if tx.send((update.version, Instant::now())).is_err() {
-                break;
+        loop {
+            match stream.message().await {
+                Ok(Some(update)) => {
+                    if tx.send((update.version, Instant::now())).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(status) => {
+                    eprintln!("the watch stream failed: {status:?}");
+                    break;
+                }
             }
         }
     });

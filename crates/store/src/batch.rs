@@ -1,0 +1,398 @@
+//! Group commit on PostgreSQL: the single-event appends that change nothing but the log (and
+//! the outbox) are written together, whatever their matches: one statement, so one transaction
+//! and one WAL flush, for every append waiting at that moment.
+//!
+//! A row is only ever the event right after a head this process knows to be committed (it
+//! wrote or read it), and committed events never change or go away, so the row needs no head
+//! check of its own: if its seq is free, its predecessor is the one it chains from. `ON CONFLICT
+//! DO NOTHING` skips a row whose seq or request id another writer took first, and `RETURNING`
+//! names the rows that went in, so one append's loss never fails its neighbours: a caller whose
+//! row is missing does what a lone append does when its statement wrote nothing, and reads the
+//! head. A caller is answered only once the statement has returned, so only after its row is
+//! committed.
+//!
+//! A batch leaves at once when a connection slot is free, so a lone writer waits for nobody;
+//! while [`IN_FLIGHT`] batches are being written the queue grows, and the next batch takes all
+//! of it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock};
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use sqlx::pool::PoolConnection;
+use sqlx::{PgPool, Postgres};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+
+use crate::rows::to_i64;
+use crate::{StoreError, StoredEvent, canonical_json};
+
+/// Appends in one statement at most.
+const MAX_BATCH: usize = 128;
+/// Statements being written at once.
+const IN_FLIGHT: usize = 2;
+/// Appends waiting for a statement; callers wait for room beyond this.
+const QUEUE: usize = 1024;
+
+/// Several rows: one array per column.
+const INSERT_ROWS: &str =
+    "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last,
+        payload, at, prev_hash, hash)
+    SELECT e.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last, e.payload::jsonb,
+        e.at, e.prev_hash, e.hash
+    FROM UNNEST($1::uuid[], $2::bigint[], $3::text[], $4::smallint[], $5::text[], $6::bigint[],
+        $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[])
+        AS e(match_id, seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
+    ON CONFLICT DO NOTHING";
+
+/// The "your turn" notifications of the rows [`INSERT_ROWS`] inserted, for seats with a webhook.
+const ENQUEUE_ROWS: &str = "o AS (
+        INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
+        SELECT w.match_id, n.seq, w.seat, w.url, n.body, $15, $15
+        FROM UNNEST($11::uuid[], $12::bigint[], $13::smallint[], $14::text[])
+            AS n(match_id, seq, seat, body)
+        JOIN e ON e.match_id = n.match_id AND e.seq = n.seq
+        JOIN webhooks w ON w.match_id = n.match_id AND w.seat = n.seat
+        RETURNING match_id, seq
+    )";
+
+/// One row, bound as scalars: the commonest batch when writers are few, and cheaper than
+/// unnesting arrays of one.
+const INSERT_ONE: &str = "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last,
+        payload, at, prev_hash, hash)
+    VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)
+    ON CONFLICT DO NOTHING";
+
+/// The notifications of [`INSERT_ONE`]'s row, for seats with a webhook.
+const ENQUEUE_ONE: &str = "o AS (
+        INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
+        SELECT w.match_id, e.seq, w.seat, w.url, n.body, $13, $13
+        FROM e, UNNEST($11::smallint[], $12::text[]) AS n(seat, body)
+        JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
+        RETURNING match_id, seq
+    )";
+
+/// The statement for a batch of one or more rows, with notifications or without.
+fn statement(one: bool, notify: bool) -> &'static str {
+    static STATEMENTS: LazyLock<[String; 4]> = LazyLock::new(|| {
+        let with = |insert: &str, enqueue: &str| {
+            format!(
+                "WITH e AS ({insert} RETURNING match_id, seq), {enqueue}
+                SELECT e.match_id::text, e.seq,
+                    EXISTS (SELECT 1 FROM o WHERE o.match_id = e.match_id AND o.seq = e.seq)
+                FROM e"
+            )
+        };
+        let without = |insert: &str| format!("{insert} RETURNING match_id::text, seq, false");
+        [
+            without(INSERT_ROWS),
+            with(INSERT_ROWS, ENQUEUE_ROWS),
+            without(INSERT_ONE),
+            with(INSERT_ONE, ENQUEUE_ONE),
+        ]
+    });
+    &STATEMENTS[usize::from(one) * 2 + usize::from(notify)]
+}
+
+/// One append's row, and the "your turn" notifications that go with it.
+#[derive(Debug)]
+pub(crate) struct Row {
+    pub(crate) event: StoredEvent,
+    /// The seqs' end of the request the event starts, if it carries a request id.
+    pub(crate) request_last: Option<i64>,
+    /// `(seat, body)` of each notification, written if the seat has a webhook.
+    pub(crate) notify: Vec<(i16, String)>,
+}
+
+/// What became of a row: `Some(queued)` when it was inserted (`queued`: a webhook
+/// notification was written with it), `None` when another writer got there first.
+type Outcome = Result<Option<bool>, StoreError>;
+
+struct Job {
+    row: Row,
+    reply: oneshot::Sender<Outcome>,
+}
+
+/// The queue of appends waiting for the next statement; cloned with the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Batcher {
+    queue: mpsc::Sender<Job>,
+    connections: Arc<Connections>,
+}
+
+/// The [`IN_FLIGHT`] connections statements are written on, by the writing task or by a caller
+/// directly. They are held between statements: a connection handed back to the pool is pinged
+/// first, one more round trip per statement.
+#[derive(Debug)]
+struct Connections {
+    pool: PgPool,
+    /// One permit per free connection.
+    permits: Arc<Semaphore>,
+    /// The free connections; `None` for one that is to be opened again.
+    free: std::sync::Mutex<Vec<Option<PoolConnection<Postgres>>>>,
+}
+
+impl Connections {
+    fn lease(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Lease {
+        let conn = self
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .flatten();
+        Lease {
+            connections: Arc::clone(self),
+            conn,
+            permit: Some(permit),
+            clean: false,
+        }
+    }
+}
+
+/// A connection in use; it goes back to the free list when dropped, unless its last statement
+/// failed or never finished (then a fresh one is opened next time).
+struct Lease {
+    connections: Arc<Connections>,
+    conn: Option<PoolConnection<Postgres>>,
+    permit: Option<OwnedSemaphorePermit>,
+    clean: bool,
+}
+
+impl Lease {
+    async fn conn(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
+        self.clean = false;
+        if self.conn.is_none() {
+            self.conn = Some(self.connections.pool.acquire().await?);
+        }
+        match self.conn.as_mut() {
+            Some(conn) => Ok(&mut **conn),
+            None => Err(sqlx::Error::PoolClosed),
+        }
+    }
+
+    /// Keeps the connection if `result` says its statement completed.
+    fn done<T>(&mut self, result: &Result<T, sqlx::Error>) {
+        self.clean = result.is_ok();
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let conn = if self.clean { self.conn.take() } else { None };
+        self.connections
+            .free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(conn);
+        drop(self.permit.take());
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job").field("row", &self.row).finish()
+    }
+}
+
+impl Batcher {
+    /// Starts the writing task; it ends once every clone of the batcher is dropped.
+    pub(crate) fn spawn(pool: PgPool) -> Batcher {
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let connections = Arc::new(Connections {
+            pool,
+            permits: Arc::new(Semaphore::new(IN_FLIGHT)),
+            free: std::sync::Mutex::new((0..IN_FLIGHT).map(|_| None).collect()),
+        });
+        tokio::spawn(write_all(Arc::clone(&connections), rx));
+        Batcher { queue, connections }
+    }
+
+    /// Writes `row` with whatever else is waiting; see [`Outcome`]. When nothing is waiting
+    /// and a slot is free, the caller writes its row itself, without handing it over.
+    pub(crate) async fn write(&self, row: Row) -> Outcome {
+        if self.queue.capacity() == self.queue.max_capacity()
+            && let Ok(permit) = Arc::clone(&self.connections.permits).try_acquire_owned()
+        {
+            let mut lease = self.connections.lease(permit);
+            let written = write_one(&mut lease, &row).await;
+            lease.done(&written);
+            let written = written.map_err(StoreError::from_sqlx)?;
+            return Ok(written.first().map(|&(_, _, queued)| queued));
+        }
+        let (reply, outcome) = oneshot::channel();
+        self.queue
+            .send(Job { row, reply })
+            .await
+            .map_err(|_| StoreError::Unavailable("the store is shutting down".into()))?;
+        outcome
+            .await
+            .map_err(|_| StoreError::Internal("an append's batch was lost".into()))?
+    }
+}
+
+async fn write_all(connections: Arc<Connections>, mut rx: mpsc::Receiver<Job>) {
+    loop {
+        let Ok(permit) = Arc::clone(&connections.permits).acquire_owned().await else {
+            return;
+        };
+        let lease = connections.lease(permit);
+        let mut jobs = Vec::with_capacity(MAX_BATCH);
+        if rx.recv_many(&mut jobs, MAX_BATCH).await == 0 {
+            return;
+        }
+        tokio::spawn(write_batch(lease, jobs));
+    }
+}
+
+/// The statement's parameters, one array per column.
+#[derive(Debug, Default)]
+struct Columns {
+    match_id: Vec<String>,
+    seq: Vec<i64>,
+    kind: Vec<String>,
+    actor: Vec<Option<i16>>,
+    request_id: Vec<Option<String>>,
+    request_last: Vec<Option<i64>>,
+    payload: Vec<String>,
+    at: Vec<DateTime<Utc>>,
+    prev_hash: Vec<Vec<u8>>,
+    hash: Vec<Vec<u8>>,
+    notify_match: Vec<String>,
+    notify_seq: Vec<i64>,
+    notify_seat: Vec<i16>,
+    notify_body: Vec<String>,
+}
+
+impl Columns {
+    fn push(&mut self, row: &Row) -> Result<(), StoreError> {
+        let ev = &row.event;
+        let id = ev.match_id.to_string();
+        let seq = to_i64(ev.seq)?;
+        for (seat, body) in &row.notify {
+            self.notify_match.push(id.clone());
+            self.notify_seq.push(seq);
+            self.notify_seat.push(*seat);
+            self.notify_body.push(body.clone());
+        }
+        self.match_id.push(id);
+        self.seq.push(seq);
+        self.kind.push(ev.kind.clone());
+        self.actor.push(ev.actor.map(i16::from));
+        self.request_id.push(ev.request_id.clone());
+        self.request_last.push(row.request_last);
+        self.payload.push(canonical_json(&ev.payload));
+        self.at.push(ev.at);
+        self.prev_hash.push(ev.prev_hash.to_vec());
+        self.hash.push(ev.hash.to_vec());
+        Ok(())
+    }
+}
+
+async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
+    let mut cols = Columns::default();
+    let mut waiting = Vec::with_capacity(jobs.len());
+    // One row per seq of a match: the rows that come back are then named by match and seq.
+    // A second append for the same seq loses to the first, as it would to a concurrent
+    // statement; it is told so once the statement is over, so that what it reads next is what
+    // the first left (if that failed for another reason, the loser's retry finds the seq free).
+    let mut seqs = HashSet::with_capacity(jobs.len());
+    let mut lost = Vec::new();
+    for job in jobs {
+        if !seqs.insert((job.row.event.match_id, job.row.event.seq)) {
+            lost.push(job);
+            continue;
+        }
+        match cols.push(&job.row) {
+            Ok(()) => waiting.push(job),
+            Err(e) => {
+                let _ = job.reply.send(Err(e));
+            }
+        }
+    }
+    let notify = !cols.notify_seat.is_empty();
+    let written = match waiting.as_slice() {
+        [] => return,
+        [job] => write_one(&mut lease, &job.row).await,
+        _ => {
+            let query = sqlx::query_as(statement(false, notify))
+                .bind(cols.match_id)
+                .bind(cols.seq)
+                .bind(cols.kind)
+                .bind(cols.actor)
+                .bind(cols.request_id)
+                .bind(cols.request_last)
+                .bind(cols.payload)
+                .bind(cols.at)
+                .bind(cols.prev_hash)
+                .bind(cols.hash);
+            let query = if notify {
+                query
+                    .bind(cols.notify_match)
+                    .bind(cols.notify_seq)
+                    .bind(cols.notify_seat)
+                    .bind(cols.notify_body)
+                    .bind(truncate_now())
+            } else {
+                query
+            };
+            match lease.conn().await {
+                Ok(conn) => query.fetch_all(conn).await,
+                Err(e) => Err(e),
+            }
+        }
+    };
+    lease.done(&written);
+    match written {
+        Ok(rows) => {
+            let inserted: HashMap<(String, i64), bool> =
+                rows.into_iter().map(|(m, s, q)| ((m, s), q)).collect();
+            for job in waiting {
+                let ev = &job.row.event;
+                let key = (ev.match_id.to_string(), to_i64(ev.seq).unwrap_or(-1));
+                let _ = job.reply.send(Ok(inserted.get(&key).copied()));
+            }
+        }
+        Err(e) => {
+            let e = StoreError::from_sqlx(e);
+            for job in waiting {
+                let _ = job.reply.send(Err(e.clone()));
+            }
+        }
+    }
+    for job in lost {
+        let _ = job.reply.send(Ok(None));
+    }
+}
+
+async fn write_one(lease: &mut Lease, row: &Row) -> Result<Vec<(String, i64, bool)>, sqlx::Error> {
+    let notify = !row.notify.is_empty();
+    let ev = &row.event;
+    let seq = i64::try_from(ev.seq).unwrap_or(i64::MAX);
+    let query = sqlx::query_as(statement(true, notify))
+        .bind(ev.match_id.to_string())
+        .bind(seq)
+        .bind(&ev.kind)
+        .bind(ev.actor.map(i16::from))
+        .bind(&ev.request_id)
+        .bind(row.request_last)
+        .bind(canonical_json(&ev.payload))
+        .bind(ev.at)
+        .bind(ev.prev_hash.as_slice())
+        .bind(ev.hash.as_slice());
+    let conn = lease.conn().await?;
+    if !notify {
+        return query.fetch_all(conn).await;
+    }
+    let (seats, bodies): (Vec<i16>, Vec<&str>) =
+        row.notify.iter().map(|(s, b)| (*s, b.as_str())).unzip();
+    query
+        .bind(seats)
+        .bind(bodies)
+        .bind(truncate_now())
+        .fetch_all(conn)
+        .await
+}
+
+fn truncate_now() -> DateTime<Utc> {
+    crate::truncate_to_micros(Utc::now())
+}
