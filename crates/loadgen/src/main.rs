@@ -25,7 +25,7 @@ use clap::{Parser, Subcommand};
 use crate::server::Server;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Debug, Parser)]
 #[command(name = "missive-load", about = "Load figures for a Missive server")]

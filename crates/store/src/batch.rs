@@ -87,7 +87,8 @@ fn statement(one: bool, notify: bool) -> &'static str {
         [
             without(INSERT_ROWS),
             with(INSERT_ROWS, ENQUEUE_ROWS),
-            without(INSERT_ONE),
+            // Its row count says whether it went in.
+            INSERT_ONE.to_owned(),
             with(INSERT_ONE, ENQUEUE_ONE),
         ]
     });
@@ -216,8 +217,7 @@ impl Batcher {
             let mut lease = self.connections.lease(permit);
             let written = write_one(&mut lease, &row).await;
             lease.done(&written);
-            let written = written.map_err(StoreError::from_sqlx)?;
-            return Ok(written.first().map(|&(_, _, queued)| queued));
+            return written.map_err(StoreError::from_sqlx);
         }
         let (reply, outcome) = oneshot::channel();
         self.queue
@@ -309,37 +309,47 @@ async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
             }
         }
     }
+    if let [_] = waiting.as_slice()
+        && let Some(job) = waiting.pop()
+    {
+        let written = write_one(&mut lease, &job.row).await;
+        lease.done(&written);
+        let _ = job.reply.send(written.map_err(StoreError::from_sqlx));
+    } else if !waiting.is_empty() {
+        write_rows(&mut lease, cols, waiting).await;
+    }
+    for job in lost {
+        let _ = job.reply.send(Ok(None));
+    }
+}
+
+/// Writes two rows or more, in one statement, and answers each.
+async fn write_rows(lease: &mut Lease, cols: Columns, waiting: Vec<Job>) {
     let notify = !cols.notify_seat.is_empty();
-    let written = match waiting.as_slice() {
-        [] => return,
-        [job] => write_one(&mut lease, &job.row).await,
-        _ => {
-            let query = sqlx::query_as(statement(false, notify))
-                .bind(cols.match_id)
-                .bind(cols.seq)
-                .bind(cols.kind)
-                .bind(cols.actor)
-                .bind(cols.request_id)
-                .bind(cols.request_last)
-                .bind(cols.payload)
-                .bind(cols.at)
-                .bind(cols.prev_hash)
-                .bind(cols.hash);
-            let query = if notify {
-                query
-                    .bind(cols.notify_match)
-                    .bind(cols.notify_seq)
-                    .bind(cols.notify_seat)
-                    .bind(cols.notify_body)
-                    .bind(truncate_now())
-            } else {
-                query
-            };
-            match lease.conn().await {
-                Ok(conn) => query.fetch_all(conn).await,
-                Err(e) => Err(e),
-            }
-        }
+    let query = sqlx::query_as(statement(false, notify))
+        .bind(cols.match_id)
+        .bind(cols.seq)
+        .bind(cols.kind)
+        .bind(cols.actor)
+        .bind(cols.request_id)
+        .bind(cols.request_last)
+        .bind(cols.payload)
+        .bind(cols.at)
+        .bind(cols.prev_hash)
+        .bind(cols.hash);
+    let query = if notify {
+        query
+            .bind(cols.notify_match)
+            .bind(cols.notify_seq)
+            .bind(cols.notify_seat)
+            .bind(cols.notify_body)
+            .bind(truncate_now())
+    } else {
+        query
+    };
+    let written: Result<Vec<(String, i64, bool)>, sqlx::Error> = match lease.conn().await {
+        Ok(conn) => query.fetch_all(conn).await,
+        Err(e) => Err(e),
     };
     lease.done(&written);
     match written {
@@ -359,38 +369,45 @@ async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
             }
         }
     }
-    for job in lost {
-        let _ = job.reply.send(Ok(None));
-    }
 }
 
-async fn write_one(lease: &mut Lease, row: &Row) -> Result<Vec<(String, i64, bool)>, sqlx::Error> {
+/// Writes one row; see [`Outcome`].
+async fn write_one(lease: &mut Lease, row: &Row) -> Result<Option<bool>, sqlx::Error> {
     let notify = !row.notify.is_empty();
     let ev = &row.event;
     let seq = i64::try_from(ev.seq).unwrap_or(i64::MAX);
-    let query = sqlx::query_as(statement(true, notify))
-        .bind(ev.match_id.to_string())
-        .bind(seq)
-        .bind(&ev.kind)
-        .bind(ev.actor.map(i16::from))
-        .bind(&ev.request_id)
-        .bind(row.request_last)
-        .bind(canonical_json(&ev.payload))
-        .bind(ev.at)
-        .bind(ev.prev_hash.as_slice())
-        .bind(ev.hash.as_slice());
+    let payload = canonical_json(&ev.payload);
+    macro_rules! bind_row {
+        ($query:expr) => {
+            $query
+                .bind(ev.match_id.to_string())
+                .bind(seq)
+                .bind(&ev.kind)
+                .bind(ev.actor.map(i16::from))
+                .bind(&ev.request_id)
+                .bind(row.request_last)
+                .bind(&payload)
+                .bind(ev.at)
+                .bind(ev.prev_hash.as_slice())
+                .bind(ev.hash.as_slice())
+        };
+    }
     let conn = lease.conn().await?;
     if !notify {
-        return query.fetch_all(conn).await;
+        let done = bind_row!(sqlx::query(statement(true, false)))
+            .execute(conn)
+            .await?;
+        return Ok((done.rows_affected() == 1).then_some(false));
     }
     let (seats, bodies): (Vec<i16>, Vec<&str>) =
         row.notify.iter().map(|(s, b)| (*s, b.as_str())).unzip();
-    query
+    let written: Option<(String, i64, bool)> = bind_row!(sqlx::query_as(statement(true, true)))
         .bind(seats)
         .bind(bodies)
         .bind(truncate_now())
-        .fetch_all(conn)
-        .await
+        .fetch_optional(conn)
+        .await?;
+    Ok(written.map(|(_, _, queued)| queued))
 }
 
 fn truncate_now() -> DateTime<Utc> {

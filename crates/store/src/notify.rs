@@ -34,7 +34,7 @@ const QUEUE: usize = 4096;
 const BATCH: usize = 1024;
 /// How long the sender gathers announcements after the first of a batch: the delay a watcher
 /// on another replica may add, against one statement per append when appends are sparse.
-const LINGER: Duration = Duration::from_millis(2);
+const LINGER: Duration = Duration::from_millis(10);
 /// Announcements per notification: 128 of at most 57 bytes stay under PostgreSQL's
 /// 8,000-byte payload limit.
 const PER_NOTIFICATION: usize = 128;

@@ -325,23 +325,20 @@ impl Store {
         let remove = "DELETE FROM webhooks WHERE match_id = $1 AND seat = $2";
         let removed = match &self.backend {
             Backend::Postgres(pg) => {
-                let mut tx = pg.pool.begin().await.map_err(StoreError::from_sqlx)?;
-                let removed = sqlx::query(&remove.replace("$1", "$1::uuid"))
-                    .bind(id.to_string())
-                    .bind(i16::from(seat))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(StoreError::from_sqlx)?
-                    .rows_affected();
-                sqlx::query(&cancel.replace("$1", "$1::uuid"))
+                // One statement, so one round trip: joins call this for every seat taken.
+                let both = format!(
+                    "WITH removed AS ({} RETURNING seat), cancelled AS ({}) SELECT count(*) FROM removed",
+                    remove.replace("$1", "$1::uuid"),
+                    cancel.replace("$1", "$1::uuid")
+                );
+                let removed: i64 = sqlx::query_scalar(&both)
                     .bind(id.to_string())
                     .bind(i16::from(seat))
                     .bind(REMOVED)
-                    .execute(&mut *tx)
+                    .fetch_one(&pg.pool)
                     .await
                     .map_err(StoreError::from_sqlx)?;
-                tx.commit().await.map_err(StoreError::from_sqlx)?;
-                removed
+                u64::try_from(removed).unwrap_or(0)
             }
             Backend::Sqlite(pool) => {
                 let mut tx = pool
