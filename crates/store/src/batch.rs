@@ -57,13 +57,14 @@ const ENQUEUE_ROWS: &str = "o AS (
     )";
 
 /// One row, bound as scalars: the commonest batch when writers are few, and cheaper than
-/// unnesting arrays of one.
-const INSERT_ONE: &str = "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last,
+/// unnesting arrays of one. Without notifications it is written as it stands (cheaper than
+/// `ON CONFLICT`'s speculative insertion: a unique violation means another writer took the seq
+/// or the request id first); with them, with `ON CONFLICT DO NOTHING` like [`INSERT_ROWS`].
+const PLAIN_ONE: &str = "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last,
         payload, at, prev_hash, hash)
-    VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)
-    ON CONFLICT DO NOTHING";
+    VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)";
 
-/// The notifications of [`INSERT_ONE`]'s row, for seats with a webhook.
+/// The notifications of [`PLAIN_ONE`]'s row, for seats with a webhook.
 const ENQUEUE_ONE: &str = "o AS (
         INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
         SELECT w.match_id, e.seq, w.seat, w.url, n.body, $13, $13
@@ -72,28 +73,24 @@ const ENQUEUE_ONE: &str = "o AS (
         RETURNING match_id, seq
     )";
 
-/// The statement for a batch of one or more rows, with notifications or without.
-fn statement(one: bool, notify: bool) -> &'static str {
-    static STATEMENTS: LazyLock<[String; 4]> = LazyLock::new(|| {
-        let with = |insert: &str, enqueue: &str| {
-            format!(
-                "WITH e AS ({insert} RETURNING match_id, seq), {enqueue}
-                SELECT e.match_id::text, e.seq,
-                    EXISTS (SELECT 1 FROM o WHERE o.match_id = e.match_id AND o.seq = e.seq)
-                FROM e"
-            )
-        };
-        let without = |insert: &str| format!("{insert} RETURNING match_id::text, seq, false");
-        [
-            without(INSERT_ROWS),
-            with(INSERT_ROWS, ENQUEUE_ROWS),
-            // Its row count says whether it went in.
-            INSERT_ONE.to_owned(),
-            with(INSERT_ONE, ENQUEUE_ONE),
-        ]
-    });
-    &STATEMENTS[usize::from(one) * 2 + usize::from(notify)]
-}
+/// The statements that return `(match_id, seq, queued)` for each row they inserted: several
+/// rows without notifications, several with, and one row with (one row without is
+/// [`PLAIN_ONE`]).
+static RETURNING: LazyLock<[String; 3]> = LazyLock::new(|| {
+    let with = |insert: &str, enqueue: &str| {
+        format!(
+            "WITH e AS ({insert} RETURNING match_id, seq), {enqueue}
+            SELECT e.match_id::text, e.seq,
+                EXISTS (SELECT 1 FROM o WHERE o.match_id = e.match_id AND o.seq = e.seq)
+            FROM e"
+        )
+    };
+    [
+        format!("{INSERT_ROWS} RETURNING match_id::text, seq, false"),
+        with(INSERT_ROWS, ENQUEUE_ROWS),
+        with(&format!("{PLAIN_ONE} ON CONFLICT DO NOTHING"), ENQUEUE_ONE),
+    ]
+});
 
 /// One append's row, and the "your turn" notifications that go with it.
 #[derive(Debug)]
@@ -326,7 +323,7 @@ async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
 /// Writes two rows or more, in one statement, and answers each.
 async fn write_rows(lease: &mut Lease, cols: Columns, waiting: Vec<Job>) {
     let notify = !cols.notify_seat.is_empty();
-    let query = sqlx::query_as(statement(false, notify))
+    let query = sqlx::query_as(&RETURNING[usize::from(notify)])
         .bind(cols.match_id)
         .bind(cols.seq)
         .bind(cols.kind)
@@ -394,14 +391,15 @@ async fn write_one(lease: &mut Lease, row: &Row) -> Result<Option<bool>, sqlx::E
     }
     let conn = lease.conn().await?;
     if !notify {
-        let done = bind_row!(sqlx::query(statement(true, false)))
-            .execute(conn)
-            .await?;
-        return Ok((done.rows_affected() == 1).then_some(false));
+        return match bind_row!(sqlx::query(PLAIN_ONE)).execute(conn).await {
+            Ok(_) => Ok(Some(false)),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(None),
+            Err(e) => Err(e),
+        };
     }
     let (seats, bodies): (Vec<i16>, Vec<&str>) =
         row.notify.iter().map(|(s, b)| (*s, b.as_str())).unzip();
-    let written: Option<(String, i64, bool)> = bind_row!(sqlx::query_as(statement(true, true)))
+    let written: Option<(String, i64, bool)> = bind_row!(sqlx::query_as(&RETURNING[2]))
         .bind(seats)
         .bind(bodies)
         .bind(truncate_now())
