@@ -24,6 +24,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
+use crate::postgres::{EventColumns, bind_event_columns};
 use crate::rows::to_i64;
 use crate::{StoreError, StoredEvent, canonical_json};
 
@@ -245,15 +246,7 @@ async fn write_all(connections: Arc<Connections>, mut rx: mpsc::Receiver<Job>) {
 #[derive(Debug, Default)]
 struct Columns {
     match_id: Vec<String>,
-    seq: Vec<i64>,
-    kind: Vec<String>,
-    actor: Vec<Option<i16>>,
-    request_id: Vec<Option<String>>,
-    request_last: Vec<Option<i64>>,
-    payload: Vec<String>,
-    at: Vec<DateTime<Utc>>,
-    prev_hash: Vec<Vec<u8>>,
-    hash: Vec<Vec<u8>>,
+    events: EventColumns,
     notify_match: Vec<String>,
     notify_seq: Vec<i64>,
     notify_seat: Vec<i16>,
@@ -265,6 +258,7 @@ impl Columns {
         let ev = &row.event;
         let id = ev.match_id.to_string();
         let seq = to_i64(ev.seq)?;
+        self.events.push(ev, row.request_last)?;
         for (seat, body) in &row.notify {
             self.notify_match.push(id.clone());
             self.notify_seq.push(seq);
@@ -272,15 +266,6 @@ impl Columns {
             self.notify_body.push(body.clone());
         }
         self.match_id.push(id);
-        self.seq.push(seq);
-        self.kind.push(ev.kind.clone());
-        self.actor.push(ev.actor.map(i16::from));
-        self.request_id.push(ev.request_id.clone());
-        self.request_last.push(row.request_last);
-        self.payload.push(canonical_json(&ev.payload));
-        self.at.push(ev.at);
-        self.prev_hash.push(ev.prev_hash.to_vec());
-        self.hash.push(ev.hash.to_vec());
         Ok(())
     }
 }
@@ -323,17 +308,10 @@ async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
 /// Writes two rows or more, in one statement, and answers each.
 async fn write_rows(lease: &mut Lease, cols: Columns, waiting: Vec<Job>) {
     let notify = !cols.notify_seat.is_empty();
-    let query = sqlx::query_as(&RETURNING[usize::from(notify)])
-        .bind(cols.match_id)
-        .bind(cols.seq)
-        .bind(cols.kind)
-        .bind(cols.actor)
-        .bind(cols.request_id)
-        .bind(cols.request_last)
-        .bind(cols.payload)
-        .bind(cols.at)
-        .bind(cols.prev_hash)
-        .bind(cols.hash);
+    let query = bind_event_columns!(
+        sqlx::query_as(&RETURNING[usize::from(notify)]).bind(cols.match_id),
+        cols.events
+    );
     let query = if notify {
         query
             .bind(cols.notify_match)

@@ -126,40 +126,67 @@ const SEAT_COLUMNS: &str = "match_id::text AS match_id, seat, player, token_hash
 const EVENT_COLUMNS: &str =
     "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
 
-/// Column arrays for inserting events with one `UNNEST`.
+/// Column arrays for inserting events with one `UNNEST` (here and in [`crate::batch`]).
 #[derive(Debug, Default)]
-struct EventColumns {
-    seq: Vec<i64>,
-    kind: Vec<String>,
-    actor: Vec<Option<i16>>,
-    request_id: Vec<Option<String>>,
+pub(crate) struct EventColumns {
+    pub(crate) seq: Vec<i64>,
+    pub(crate) kind: Vec<String>,
+    pub(crate) actor: Vec<Option<i16>>,
+    pub(crate) request_id: Vec<Option<String>>,
     /// On a request's first event, the seq of its last event; `None` elsewhere.
-    request_last: Vec<Option<i64>>,
-    payload: Vec<String>,
-    at: Vec<chrono::DateTime<Utc>>,
-    prev_hash: Vec<Vec<u8>>,
-    hash: Vec<Vec<u8>>,
+    pub(crate) request_last: Vec<Option<i64>>,
+    pub(crate) payload: Vec<String>,
+    pub(crate) at: Vec<chrono::DateTime<Utc>>,
+    pub(crate) prev_hash: Vec<Vec<u8>>,
+    pub(crate) hash: Vec<Vec<u8>>,
 }
 
 impl EventColumns {
+    /// The events of one request.
     fn new(events: &[StoredEvent]) -> Result<EventColumns, StoreError> {
         let mut c = EventColumns::default();
         let last = events.last().map_or(Ok(0), |e| to_i64(e.seq))?;
         for (i, ev) in events.iter().enumerate() {
-            c.request_last
-                .push((i == 0 && ev.request_id.is_some()).then_some(last));
-            c.seq.push(to_i64(ev.seq)?);
-            c.kind.push(ev.kind.clone());
-            c.actor.push(ev.actor.map(i16::from));
-            c.request_id.push(ev.request_id.clone());
-            c.payload.push(canonical_json(&ev.payload));
-            c.at.push(ev.at);
-            c.prev_hash.push(ev.prev_hash.to_vec());
-            c.hash.push(ev.hash.to_vec());
+            c.push(ev, (i == 0 && ev.request_id.is_some()).then_some(last))?;
         }
         Ok(c)
     }
+
+    pub(crate) fn push(
+        &mut self,
+        ev: &StoredEvent,
+        request_last: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.seq.push(to_i64(ev.seq)?);
+        self.kind.push(ev.kind.clone());
+        self.actor.push(ev.actor.map(i16::from));
+        self.request_id.push(ev.request_id.clone());
+        self.request_last.push(request_last);
+        self.payload.push(canonical_json(&ev.payload));
+        self.at.push(ev.at);
+        self.prev_hash.push(ev.prev_hash.to_vec());
+        self.hash.push(ev.hash.to_vec());
+        Ok(())
+    }
 }
+
+/// Binds the arrays of an [`EventColumns`] in its field order, the order of the `UNNEST`s.
+macro_rules! bind_event_columns {
+    ($query:expr, $cols:expr) => {{
+        let cols = $cols;
+        $query
+            .bind(cols.seq)
+            .bind(cols.kind)
+            .bind(cols.actor)
+            .bind(cols.request_id)
+            .bind(cols.request_last)
+            .bind(cols.payload)
+            .bind(cols.at)
+            .bind(cols.prev_hash)
+            .bind(cols.hash)
+    }};
+}
+pub(crate) use bind_event_columns;
 
 fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
     match err {
@@ -575,19 +602,13 @@ async fn write(
             SELECT count(*) FROM m"
         )
     };
-    let query = sqlx::query(&sql)
-        .bind(id.to_string())
-        .bind(to_i64(expected)?)
-        .bind(prev.to_vec())
-        .bind(cols.seq)
-        .bind(cols.kind)
-        .bind(cols.actor)
-        .bind(cols.request_id)
-        .bind(cols.request_last)
-        .bind(cols.payload)
-        .bind(cols.at)
-        .bind(cols.prev_hash)
-        .bind(cols.hash);
+    let query = bind_event_columns!(
+        sqlx::query(&sql)
+            .bind(id.to_string())
+            .bind(to_i64(expected)?)
+            .bind(prev.to_vec()),
+        cols
+    );
     let result = if plain {
         query.execute(&pg.pool).await.map(|r| r.rows_affected())
     } else {
