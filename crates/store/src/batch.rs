@@ -16,6 +16,7 @@
 //! of it.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use chrono::{DateTime, Utc};
@@ -117,6 +118,31 @@ struct Job {
 pub(crate) struct Batcher {
     queue: mpsc::Sender<Job>,
     connections: Arc<Connections>,
+    counts: Arc<Counts>,
+}
+
+/// What the group commit has written so far.
+#[derive(Debug, Default)]
+struct Counts {
+    statements: AtomicU64,
+    rows: AtomicU64,
+}
+
+impl Counts {
+    fn wrote(&self, rows: usize) {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+    }
+}
+
+/// Statements the group commit has written and the appends they carried, since the store was
+/// opened; `rows / statements` is the average batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupCommit {
+    /// Statements written (each one commit).
+    pub statements: u64,
+    /// Appends they carried.
+    pub rows: u64,
 }
 
 /// The [`IN_FLIGHT`] connections statements are written on, by the writing task or by a caller
@@ -202,8 +228,20 @@ impl Batcher {
             permits: Arc::new(Semaphore::new(IN_FLIGHT)),
             free: std::sync::Mutex::new((0..IN_FLIGHT).map(|_| None).collect()),
         });
-        tokio::spawn(write_all(Arc::clone(&connections), rx));
-        Batcher { queue, connections }
+        let counts = Arc::new(Counts::default());
+        tokio::spawn(write_all(Arc::clone(&connections), rx, Arc::clone(&counts)));
+        Batcher {
+            queue,
+            connections,
+            counts,
+        }
+    }
+
+    pub(crate) fn counts(&self) -> GroupCommit {
+        GroupCommit {
+            statements: self.counts.statements.load(Ordering::Relaxed),
+            rows: self.counts.rows.load(Ordering::Relaxed),
+        }
     }
 
     /// Writes `row` with whatever else is waiting; see [`Outcome`]. When nothing is waiting
@@ -215,6 +253,7 @@ impl Batcher {
             let mut lease = self.connections.lease(permit);
             let written = write_one(&mut lease, &row).await;
             lease.done(&written);
+            self.counts.wrote(1);
             return written.map_err(StoreError::from_sqlx);
         }
         let (reply, outcome) = oneshot::channel();
@@ -228,7 +267,11 @@ impl Batcher {
     }
 }
 
-async fn write_all(connections: Arc<Connections>, mut rx: mpsc::Receiver<Job>) {
+async fn write_all(
+    connections: Arc<Connections>,
+    mut rx: mpsc::Receiver<Job>,
+    counts: Arc<Counts>,
+) {
     loop {
         let Ok(permit) = Arc::clone(&connections.permits).acquire_owned().await else {
             return;
@@ -238,6 +281,7 @@ async fn write_all(connections: Arc<Connections>, mut rx: mpsc::Receiver<Job>) {
         if rx.recv_many(&mut jobs, MAX_BATCH).await == 0 {
             return;
         }
+        counts.wrote(jobs.len());
         tokio::spawn(write_batch(lease, jobs));
     }
 }

@@ -65,6 +65,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+pub use batch::GroupCommit;
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
 pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 pub use outbox::{
@@ -485,6 +486,15 @@ impl Store {
         match self.backend {
             Backend::Postgres(_) => "postgres",
             Backend::Sqlite(_) => "sqlite",
+        }
+    }
+
+    /// What the group commit of single-event appends has written (PostgreSQL); `None` on
+    /// SQLite, where each append is its own transaction.
+    pub fn group_commit(&self) -> Option<GroupCommit> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg.group_commit()),
+            Backend::Sqlite(_) => None,
         }
     }
 

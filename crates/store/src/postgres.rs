@@ -657,6 +657,12 @@ async fn write(
     }
 }
 
+impl Pg {
+    pub(crate) fn group_commit(&self) -> crate::GroupCommit {
+        self.batcher.counts()
+    }
+}
+
 /// An append that committed: the head it leaves is remembered and announced.
 fn appended(
     pg: &Pg,

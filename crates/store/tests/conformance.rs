@@ -815,6 +815,7 @@ mod checks {
             )
             .await?;
         let hooked = match_with_webhooks(h).await?;
+        let before = h.store.group_commit();
 
         let start = std::sync::Arc::new(tokio::sync::Barrier::new(DISTINCT + RACERS + 2));
         let mut tasks = tokio::task::JoinSet::new();
@@ -902,6 +903,17 @@ mod checks {
             }
         }
         assert_eq!((winners, losers), (1, RACERS - 1));
+        if let (Some(before), Some(after)) = (before, h.store.group_commit()) {
+            // PostgreSQL: the burst's 34 appends shared statements.
+            let (statements, rows) = (
+                after.statements - before.statements,
+                after.rows - before.rows,
+            );
+            ensure!(
+                rows >= 34 && statements < rows,
+                "{rows} appends in {statements} statements"
+            );
+        }
         for id in distinct.iter().chain([&contested.id, &hooked]) {
             assert_eq!(
                 h.store.verify_chain(*id).await?,
