@@ -313,10 +313,10 @@ async fn healthz(State(service): State<AppState>) -> Response {
     }
 }
 
-async fn metrics_text() -> Response {
+async fn metrics_text(State(service): State<AppState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        metrics::render(),
+        metrics::render(service.store().group_commit()),
     )
         .into_response()
 }

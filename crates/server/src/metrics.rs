@@ -1,5 +1,6 @@
 //! Prometheus metrics, kept in-process and rendered in the text exposition format at
-//! `/metrics`: requests and latencies by transport and route, acts, and errors by code.
+//! `/metrics`: requests and latencies by transport and route, acts, turns played, the store's
+//! group commit, and errors by code.
 //!
 //! A handful of counters does not justify a metrics framework; the registry is a mutex-guarded
 //! map, touched once per request.
@@ -62,8 +63,8 @@ pub fn record_turn(kind: &str) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Everything, in the Prometheus text format.
-pub fn render() -> String {
+/// Everything, in the Prometheus text format; `group_commit` is the store's, on PostgreSQL.
+pub fn render(group_commit: Option<missive_store::GroupCommit>) -> String {
     let mut out = String::new();
     out.push_str(
         "# HELP missive_requests_total Requests served.\n# TYPE missive_requests_total counter\n",
@@ -117,6 +118,20 @@ pub fn render() -> String {
         "missive_turns_played_total{{kind=\"timeout\"}} {}",
         TIMEOUTS.load(Ordering::Relaxed)
     );
+    if let Some(group) = group_commit {
+        out.push_str("# HELP missive_store_group_commits_total Statements the store's group commit wrote, one commit each.\n# TYPE missive_store_group_commits_total counter\n");
+        let _ = writeln!(
+            out,
+            "missive_store_group_commits_total {}",
+            group.statements
+        );
+        out.push_str("# HELP missive_store_group_commit_appends_total Appends those statements carried.\n# TYPE missive_store_group_commit_appends_total counter\n");
+        let _ = writeln!(
+            out,
+            "missive_store_group_commit_appends_total {}",
+            group.rows
+        );
+    }
     out.push_str("# HELP missive_errors_total Errors returned, by gRPC code.\n# TYPE missive_errors_total counter\n");
     for (code, n) in ERRORS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let _ = writeln!(out, "missive_errors_total{{code=\"{code}\"}} {n}");

@@ -142,6 +142,11 @@ async fn two_seats_play_a_full_match_over_grpc_on_postgres() {
     let app = spawn_app(Backend::Postgres).await;
     let played = play_over_grpc(&mut app.grpc().await, 1).await;
     assert_finished(&played);
+    // The acts went through the store's group commit, and /metrics counts them.
+    let appends = metric(&app, "missive_store_group_commit_appends_total").await;
+    let commits = metric(&app, "missive_store_group_commits_total").await;
+    assert!(appends.is_some_and(|n| n >= 10), "{appends:?}");
+    assert!(commits.is_some_and(|n| n >= 1 && n <= appends.unwrap_or(0)));
 }
 
 #[tokio::test]
@@ -149,6 +154,26 @@ async fn two_seats_play_a_full_match_over_grpc_on_sqlite() {
     let app = spawn_app(Backend::Sqlite).await;
     let played = play_over_grpc(&mut app.grpc().await, 2).await;
     assert_finished(&played);
+    // Each SQLite append is its own transaction: no group commit to count.
+    assert_eq!(
+        metric(&app, "missive_store_group_commits_total").await,
+        None
+    );
+}
+
+/// A counter's value from `/metrics`, if the server exports it.
+async fn metric(app: &crate::helpers::TestApp, name: &str) -> Option<u64> {
+    let text = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// One replayed event: its seq, the state right after it, and the observations it produced.
