@@ -110,7 +110,16 @@ type Outcome = Result<Option<bool>, StoreError>;
 
 struct Job {
     row: Row,
-    reply: oneshot::Sender<Outcome>,
+    reply: oneshot::Sender<Result<(StoredEvent, Option<bool>), StoreError>>,
+}
+
+impl Job {
+    /// Answers the caller, handing its event back with the outcome.
+    fn answer(self, outcome: Outcome) {
+        let _ = self
+            .reply
+            .send(outcome.map(|queued| (self.row.event, queued)));
+    }
 }
 
 /// The queue of appends waiting for the next statement; cloned with the store.
@@ -246,7 +255,7 @@ impl Batcher {
 
     /// Writes `row` with whatever else is waiting; see [`Outcome`]. When nothing is waiting
     /// and a slot is free, the caller writes its row itself, without handing it over.
-    pub(crate) async fn write(&self, row: Row) -> Outcome {
+    pub(crate) async fn write(&self, row: Row) -> Result<(StoredEvent, Option<bool>), StoreError> {
         if self.queue.capacity() == self.queue.max_capacity()
             && let Ok(permit) = Arc::clone(&self.connections.permits).try_acquire_owned()
         {
@@ -254,7 +263,8 @@ impl Batcher {
             let written = write_one(&mut lease, &row).await;
             lease.done(&written);
             self.counts.wrote(1);
-            return written.map_err(StoreError::from_sqlx);
+            let queued = written.map_err(StoreError::from_sqlx)?;
+            return Ok((row.event, queued));
         }
         let (reply, outcome) = oneshot::channel();
         self.queue
@@ -331,7 +341,7 @@ async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
         match cols.push(&job.row) {
             Ok(()) => waiting.push(job),
             Err(e) => {
-                let _ = job.reply.send(Err(e));
+                job.answer(Err(e));
             }
         }
     }
@@ -340,12 +350,12 @@ async fn write_batch(mut lease: Lease, jobs: Vec<Job>) {
     {
         let written = write_one(&mut lease, &job.row).await;
         lease.done(&written);
-        let _ = job.reply.send(written.map_err(StoreError::from_sqlx));
+        job.answer(written.map_err(StoreError::from_sqlx));
     } else if !waiting.is_empty() {
         write_rows(&mut lease, cols, waiting).await;
     }
     for job in lost {
-        let _ = job.reply.send(Ok(None));
+        job.answer(Ok(None));
     }
 }
 
@@ -378,13 +388,13 @@ async fn write_rows(lease: &mut Lease, cols: Columns, waiting: Vec<Job>) {
             for job in waiting {
                 let ev = &job.row.event;
                 let key = (ev.match_id.to_string(), to_i64(ev.seq).unwrap_or(-1));
-                let _ = job.reply.send(Ok(inserted.get(&key).copied()));
+                job.answer(Ok(inserted.get(&key).copied()));
             }
         }
         Err(e) => {
             let e = StoreError::from_sqlx(e);
             for job in waiting {
-                let _ = job.reply.send(Err(e.clone()));
+                job.answer(Err(e.clone()));
             }
         }
     }

@@ -540,13 +540,10 @@ async fn write(
         let row = Row {
             request_last: ev.request_id.as_ref().map(|_| to_i64(ev.seq)).transpose()?,
             notify: notify_seats.into_iter().zip(notify_bodies).collect(),
-            event: ev.clone(),
+            event: ev,
         };
-        return Ok(pg
-            .batcher
-            .write(row)
-            .await?
-            .map(|queued| appended(pg, id, version, last_hash, vec![ev], queued)));
+        let (ev, queued) = pg.batcher.write(row).await?;
+        return Ok(queued.map(|queued| appended(pg, id, version, last_hash, vec![ev], queued)));
     }
     let cols = EventColumns::new(&stored)?;
     // The statement writes nothing unless the match has every seat named here.

@@ -143,8 +143,8 @@ async fn two_seats_play_a_full_match_over_grpc_on_postgres() {
     let played = play_over_grpc(&mut app.grpc().await, 1).await;
     assert_finished(&played);
     // The acts went through the store's group commit, and /metrics counts them.
-    let appends = metric(&app, "missive_store_group_commit_appends_total").await;
-    let commits = metric(&app, "missive_store_group_commits_total").await;
+    let appends = app.metric("missive_store_group_commit_appends_total").await;
+    let commits = app.metric("missive_store_group_commits_total").await;
     assert!(appends.is_some_and(|n| n >= 10), "{appends:?}");
     assert!(commits.is_some_and(|n| n >= 1 && n <= appends.unwrap_or(0)));
 }
@@ -155,25 +155,7 @@ async fn two_seats_play_a_full_match_over_grpc_on_sqlite() {
     let played = play_over_grpc(&mut app.grpc().await, 2).await;
     assert_finished(&played);
     // Each SQLite append is its own transaction: no group commit to count.
-    assert_eq!(
-        metric(&app, "missive_store_group_commits_total").await,
-        None
-    );
-}
-
-/// A counter's value from `/metrics`, if the server exports it.
-async fn metric(app: &crate::helpers::TestApp, name: &str) -> Option<u64> {
-    let text = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    assert_eq!(app.metric("missive_store_group_commits_total").await, None);
 }
 
 /// One replayed event: its seq, the state right after it, and the observations it produced.

@@ -218,6 +218,26 @@ impl TestApp {
         format!("{}{path}", self.http_base)
     }
 
+    /// The server's `/metrics` page.
+    pub(crate) async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text")
+    }
+
+    /// The value of the series `name` (with its labels) on `/metrics`, if exported.
+    pub(crate) async fn metric(&self, name: &str) -> Option<u64> {
+        self.metrics()
+            .await
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    }
+
     /// The PostgreSQL database this server uses (shared by its replicas).
     pub(crate) fn database_url(&self) -> &str {
         self.database_url

@@ -347,15 +347,7 @@ async fn health_metrics_and_the_openapi_document_are_served() {
         .expect("healthz");
     assert_eq!(health.status(), StatusCode::OK);
     create(&app).await;
-    let metrics = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains(
             "missive_requests_total{transport=\"http\",route=\"POST /v1/matches\",status=\"201\"} 1"

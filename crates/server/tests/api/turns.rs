@@ -282,21 +282,9 @@ async fn a_passed_deadline_plays_the_default_action_once_on_sqlite() {
 
 /// `missive_turns_played_total{kind="timeout"}` of one server.
 async fn timeouts_played(app: &TestApp) -> u64 {
-    let metrics = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
+    app.metric("missive_turns_played_total{kind=\"timeout\"}")
         .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("missive_turns_played_total{kind=\"timeout\"} "))
         .expect("the counter is exported")
-        .parse()
-        .expect("a number")
 }
 
 #[tokio::test]
