@@ -860,8 +860,11 @@ impl Service {
                     for event in appended.events {
                         self.after_append(live, event)?;
                     }
+                    // The one change the event does not carry.
+                    if let Some(s) = live.record.seats.get_mut(usize::from(seat)) {
+                        s.token_hash = Some(token_hash);
+                    }
                     self.wrote_turns(update_turns.as_ref());
-                    self.sync_record(live).await?;
                     self.wake_webhooks(webhooks_queued);
                     tracing::info!(match_id = %id, seat, "seat taken");
                     let info = self.info(&live.record, live.game.as_ref()).await?;
@@ -878,16 +881,6 @@ impl Service {
         Err(ApiError::Unavailable(
             "too much contention on this match".into(),
         ))
-    }
-
-    /// Takes the store's match row (its `updated_at` is the store's clock) unless another
-    /// writer has moved the match on, which the next request folds in.
-    async fn sync_record(&self, live: &mut Live) -> ApiResult<()> {
-        let record = self.store.get_match(live.record.id).await?;
-        if record.version == live.record.version {
-            live.record = record;
-        }
-        Ok(())
     }
 
     /// Folds an event this server appended into the cache, writes a snapshot when one is due
@@ -1155,9 +1148,6 @@ impl Service {
                         .collect()
                 },
             };
-            // An append that leaves the match row alone changes nothing the cache does not
-            // already know: the store's `updated_at` is then the event's own time.
-            let row_changes = update.status.is_some();
             match self
                 .store
                 .append(id, live.record.version, vec![event], update)
@@ -1184,9 +1174,6 @@ impl Service {
                         self.after_append(live, event)?;
                     }
                     self.wrote_turns(turns.as_ref());
-                    if row_changes {
-                        self.sync_record(live).await?;
-                    }
                     self.wake_webhooks(webhooks_queued);
                     crate::metrics::record_act();
                     tracing::info!(match_id = %id, seat, version, kind, "action applied");
@@ -1331,7 +1318,6 @@ impl Service {
                     for event in appended.events {
                         self.after_append(live, event)?;
                     }
-                    self.sync_record(live).await?;
                     let info = self.info(&live.record, live.game.as_ref()).await?;
                     return Ok(pb::LeaveMatchResponse {
                         r#match: Some(info),
@@ -1634,7 +1620,7 @@ impl Service {
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
                 let mut over = service
-                    .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx)
+                    .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx, Some(record))
                     .await?;
                 let mut recheck =
                     tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -1675,7 +1661,7 @@ impl Service {
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             // Events this stream was not handed: read them from the store.
                             over = service
-                                .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx)
+                                .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx, None)
                                 .await?;
                             recheck.reset();
                         }
@@ -1701,8 +1687,9 @@ impl Service {
         viewer: Viewer,
         last: &mut u64,
         tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
+        read: Option<MatchRecord>,
     ) -> ApiResult<bool> {
-        match self.catch_up(id, game, viewer, last, tx).await {
+        match self.catch_up(id, game, viewer, last, tx, read).await {
             Err(ApiError::Unavailable(detail)) => {
                 tracing::debug!(match_id = %id, %detail, "watch catch-up failed; will retry");
                 Ok(false)
@@ -1712,6 +1699,7 @@ impl Service {
     }
 
     /// Sends every update after `last` from the store; returns whether the match is over.
+    /// `read` is the match as just read from the store, if it was.
     async fn catch_up(
         &self,
         id: MatchId,
@@ -1719,8 +1707,12 @@ impl Service {
         viewer: Viewer,
         last: &mut u64,
         tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
+        read: Option<MatchRecord>,
     ) -> ApiResult<bool> {
-        let record = self.store.get_match(id).await?;
+        let record = match read {
+            Some(record) => record,
+            None => self.store.get_match(id).await?,
+        };
         if record.version <= *last {
             return Ok(is_over(record.status));
         }

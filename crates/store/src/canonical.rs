@@ -20,6 +20,16 @@ pub fn truncate_to_micros(at: DateTime<Utc>) -> DateTime<Utc> {
     at.trunc_subsecs(6)
 }
 
+/// The time a match row records as its last change: the last appended event's own time, so a
+/// server that folds the events it wrote knows the row without reading it back; now, for a
+/// change without events.
+pub(crate) fn changed_at(stored: &[crate::StoredEvent]) -> DateTime<Utc> {
+    stored.last().map_or_else(
+        || truncate_to_micros(chrono::Utc::now()),
+        |e| truncate_to_micros(e.at),
+    )
+}
+
 /// The bytes an event's hash covers: a sorted-key, whitespace-free JSON object of
 /// `actor, at, kind, match_id, payload, request_id, seq` (documented in the crate docs).
 /// `at` is truncated to microseconds first.

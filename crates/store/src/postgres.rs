@@ -33,7 +33,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::batch::{Batcher, Row};
 use crate::notify::Notifier;
-use crate::rows::{EventRow, HeadRow, MatchRow, SeatRow, SnapshotRow, to_i64};
+use crate::rows::{EventRow, HeadRow, MatchRow, MatchSeatRow, SeatRow, SnapshotRow, to_i64};
 use crate::turns::TurnColumns;
 use crate::{
     Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent,
@@ -286,22 +286,18 @@ pub(crate) async fn create_match(
     }
 }
 
+/// The match row and its seats in one statement: one row per seat, the match's columns repeated.
 pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
-    let row: Option<MatchRow> =
-        sqlx::query_as(&format!("{MATCH_SELECT} WHERE m.match_id = $1::uuid"))
-            .bind(id.to_string())
-            .fetch_optional(pool)
-            .await
-            .map_err(StoreError::from_sqlx)?;
-    let row = row.ok_or(StoreError::NotFound(id))?;
-    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
-        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = $1::uuid ORDER BY seat"
+    let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
+        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot
+         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
+         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
     ))
     .bind(id.to_string())
     .fetch_all(pool)
     .await
     .map_err(StoreError::from_sqlx)?;
-    row.into_record(&seats)
+    MatchSeatRow::into_record(rows).ok_or(StoreError::NotFound(id))?
 }
 
 pub(crate) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
@@ -610,7 +606,7 @@ async fn write(
         query.execute(&pg.pool).await.map(|r| r.rows_affected())
     } else {
         query
-            .bind(truncate_to_micros(Utc::now()))
+            .bind(crate::canonical::changed_at(&stored))
             .bind(update.status.map(|s| s.as_str()))
             .bind(max_seat)
             .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())

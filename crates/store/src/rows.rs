@@ -32,6 +32,38 @@ pub(crate) struct SeatRow {
     pub(crate) bot: Option<String>,
 }
 
+/// A match row joined with one of its seats (`None` columns when it has no seat rows).
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct MatchSeatRow {
+    #[sqlx(flatten)]
+    pub(crate) m: MatchRow,
+    pub(crate) seat: Option<i16>,
+    pub(crate) player: Option<String>,
+    pub(crate) token_hash: Option<Vec<u8>>,
+    pub(crate) bot: Option<String>,
+}
+
+impl MatchSeatRow {
+    /// The record of a match read as one row per seat; `None` for no rows (no such match).
+    pub(crate) fn into_record(rows: Vec<MatchSeatRow>) -> Option<Result<MatchRecord, StoreError>> {
+        let mut match_row = None;
+        let mut seats = Vec::with_capacity(rows.len());
+        for row in rows {
+            if let Some(seat) = row.seat {
+                seats.push(SeatRow {
+                    match_id: row.m.match_id.clone(),
+                    seat,
+                    player: row.player,
+                    token_hash: row.token_hash,
+                    bot: row.bot,
+                });
+            }
+            match_row.get_or_insert(row.m);
+        }
+        Some(match_row?.into_record(&seats))
+    }
+}
+
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct EventRow {
     pub(crate) seq: i64,

@@ -289,7 +289,7 @@ pub(crate) async fn append(
     )
     .bind(to_i64(version)?)
     .bind(last_hash.as_slice())
-    .bind(truncate_to_micros(Utc::now()))
+    .bind(crate::canonical::changed_at(&stored))
     .bind(update.status.map(|s| s.as_str()))
     .bind(&key)
     .execute(&mut *tx)

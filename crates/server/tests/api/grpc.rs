@@ -44,9 +44,29 @@ pub(crate) async fn create_and_join(
             .expect("join")
             .into_inner();
         assert_eq!(joined.seat, seat);
+        assert_eq!(
+            joined.r#match,
+            stored_match(client, &info.match_id).await,
+            "the server answers a join from the match as stored"
+        );
         tokens.push(joined.seat_token);
     }
     (info.match_id, tokens)
+}
+
+/// The match as `GetMatch` reads it from the store.
+async fn stored_match(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+) -> Option<pb::MatchInfo> {
+    client
+        .get_match(pb::GetMatchRequest {
+            match_id: match_id.to_owned(),
+        })
+        .await
+        .expect("get match")
+        .into_inner()
+        .r#match
 }
 
 /// Both seats play, each choosing at random among the legal actions the server lists.
@@ -106,6 +126,8 @@ pub(crate) async fn play_over_grpc(client: &mut MissiveClient<Channel>, seed: u6
         assert_eq!(view.version, response.version);
         received.push((seat as u32, view.clone()));
         if view.outcome.is_some() {
+            // The view was built from the server's cache, which folded the final act itself.
+            assert_eq!(view.r#match, stored_match(client, &match_id).await);
             return Played {
                 match_id,
                 tokens,
