@@ -3,7 +3,8 @@
 //! - `acts`: simulated players on Love Letter matches acting over gRPC as fast as the rules
 //!   allow, at several concurrencies, each step a fixed time; in the same run, the same
 //!   concurrency of raw single-row INSERT transactions into the same database. Prints acts/s,
-//!   p50/p99 latencies and the ratio acts/raw.
+//!   p50/p99 latencies and the ratio acts/raw; with `--floor`, also gRPC health checks at the
+//!   same concurrency (the cheapest unary call the server answers) and their ratio to raw.
 //! - `watch`: idle `WatchMatch` streams in steps, with the server's resident memory per stream.
 //!
 //! By default it starts the release `missive` binary next to itself on free loopback ports
@@ -11,6 +12,7 @@
 //! at a server someone else runs instead.
 
 mod acts;
+mod floor;
 mod raw;
 mod server;
 mod stats;
@@ -79,6 +81,9 @@ enum Mode {
         /// Seed of the players' choices.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Also time gRPC health checks at each concurrency, in the same run.
+        #[arg(long)]
+        floor: bool,
     },
     /// Idle watch streams and the server's memory per stream.
     Watch {
@@ -145,6 +150,7 @@ async fn run_acts(
     secs: u64,
     rounds: usize,
     seed: u64,
+    floor: bool,
 ) -> Result<()> {
     let window = Duration::from_secs(secs.max(1));
     let raw_url = server.database_url.clone();
@@ -161,14 +167,26 @@ async fn run_acts(
          acts in flight; raw: C writers over at most {} connections; server pool {} connections",
         cli.db_connections, cli.db_connections
     );
+    if floor {
+        println!(
+            "floor: C gRPC health checks in flight (one connection each), a step of its own in \
+             each round"
+        );
+    }
     println!();
+    let (floor_head, floor_rule) = if floor {
+        (" checks/s | checks/raw |", "--:|--:|")
+    } else {
+        ("", "")
+    };
     println!(
-        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | raw inserts/s | raw p50 | raw p99 | acts/raw |"
+        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | raw inserts/s | raw p50 | raw p99 | acts/raw |{floor_head}"
     );
-    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|{floor_rule}");
     for &c in clients {
         let mut played = acts::Played::default();
         let mut raw_step = stats::Step::default();
+        let mut checks = stats::Step::default();
         for round in 0..rounds.max(1) {
             if let Some(url) = &raw_url {
                 raw_step.append(raw::inserts(url, c, cli.db_connections, window).await?);
@@ -177,16 +195,27 @@ async fn run_acts(
             played.acts.append(one.acts);
             played.matches += one.matches;
             played.finished += one.finished;
+            if floor {
+                checks.append(floor::checks(&server.grpc, c, window).await?);
+            }
         }
         let acts_rate = played.acts.rate();
         let raw_rate = raw_step.rate();
-        let ratio = if raw_rate > 0.0 {
-            format!("{:.2}", acts_rate / raw_rate)
+        let to_raw = |rate: f64| {
+            if raw_rate > 0.0 {
+                format!("{:.2}", rate / raw_rate)
+            } else {
+                "—".into()
+            }
+        };
+        let ratio = to_raw(acts_rate);
+        let floor_cells = if floor {
+            format!(" {:.0} | {} |", checks.rate(), to_raw(checks.rate()))
         } else {
-            "—".into()
+            String::new()
         };
         println!(
-            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {:.0} | {:.1} ms | {:.1} ms | {ratio} |",
+            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {:.0} | {:.1} ms | {:.1} ms | {ratio} |{floor_cells}",
             2 * c,
             played.matches,
             played.finished,
@@ -197,11 +226,15 @@ async fn run_acts(
             raw_step.percentile_ms(50.0),
             raw_step.percentile_ms(99.0),
         );
-        if !played.acts.errors.is_empty() || !raw_step.errors.is_empty() {
+        if !played.acts.errors.is_empty()
+            || !raw_step.errors.is_empty()
+            || !checks.errors.is_empty()
+        {
             eprintln!(
-                "errors at {c} clients: acts [{}], raw [{}]",
+                "errors at {c} clients: acts [{}], raw [{}], checks [{}]",
                 played.acts.errors_text(),
-                raw_step.errors_text()
+                raw_step.errors_text(),
+                checks.errors_text()
             );
         }
     }
@@ -244,7 +277,7 @@ async fn run_watch(
     Ok(())
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     let server = start(&cli).await.context("starting the server")?;
@@ -254,7 +287,8 @@ async fn main() -> Result<()> {
             secs,
             rounds,
             seed,
-        } => run_acts(&cli, &server, clients, *secs, *rounds, *seed).await,
+            floor,
+        } => run_acts(&cli, &server, clients, *secs, *rounds, *seed, *floor).await,
         Mode::Watch {
             streams,
             per_match,
