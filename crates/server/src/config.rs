@@ -86,6 +86,11 @@ pub struct Config {
     #[arg(long, env = "MISSIVE_WEBHOOK_POLL_MS", default_value_t = 1_000)]
     pub webhook_poll_ms: u64,
 
+    /// Let webhooks reach loopback, private and link-local addresses (receivers inside the
+    /// server's own network, local development). Off: such URLs are refused.
+    #[arg(long, env = "MISSIVE_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub webhook_allow_private: bool,
+
     /// Seconds a webhook receiver has to answer one delivery.
     #[arg(long, env = "MISSIVE_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
@@ -146,6 +151,7 @@ impl Config {
             max_attempts: self.webhook_max_attempts.max(1),
             poll: Duration::from_millis(self.webhook_poll_ms.max(10)),
             timeout: Duration::from_secs(self.webhook_timeout_secs.max(1)),
+            allow_private: self.webhook_allow_private,
         }
     }
 }
@@ -185,6 +191,7 @@ impl std::fmt::Debug for Config {
             .field("webhook_max_attempts", &self.webhook_max_attempts)
             .field("webhook_poll_ms", &self.webhook_poll_ms)
             .field("webhook_timeout_secs", &self.webhook_timeout_secs)
+            .field("webhook_allow_private", &self.webhook_allow_private)
             .field("db_acquire_timeout_ms", &self.db_acquire_timeout_ms)
             .field("notify", &self.notify)
             .field("watch_recheck_ms", &self.watch_recheck_ms)

@@ -57,6 +57,7 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
             allow_fixed_deck: config.allow_fixed_deck,
             cache_capacity: config.cache_capacity,
             watch_recheck: config.watch_recheck(),
+            webhook_allow_private: config.webhook_allow_private,
         },
     )))
 }

@@ -76,6 +76,8 @@ pub struct Settings {
     pub cache_capacity: usize,
     /// How often a watch stream checks the store for updates it was not told of.
     pub watch_recheck: std::time::Duration,
+    /// Whether webhook URLs may name non-public addresses (see `webhooks.rs`).
+    pub webhook_allow_private: bool,
 }
 
 /// A match in memory, at `record.version`.
@@ -1357,7 +1359,8 @@ impl Service {
                 secret: String::new(),
             });
         }
-        crate::webhooks::validate_url(&req.url).map_err(ApiError::invalid)?;
+        crate::webhooks::validate_url(&req.url, self.settings.webhook_allow_private)
+            .map_err(ApiError::invalid)?;
         if is_over(record.status) {
             return Err(ApiError::precondition("match-over", "the match is over"));
         }

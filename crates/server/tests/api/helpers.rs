@@ -67,6 +67,8 @@ fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
         ("MISSIVE_HTTP_ADDR", "127.0.0.1:0"),
         ("MISSIVE_DATA_DIR", &data_dir.display().to_string()),
         ("MISSIVE_SNAPSHOT_EVERY", "16"),
+        // Test receivers listen on loopback.
+        ("MISSIVE_WEBHOOK_ALLOW_PRIVATE", "true"),
         ("RUST_LOG", "warn"),
     ]
     .into_iter()

@@ -423,6 +423,47 @@ async fn a_failing_receiver_gets_retries_with_growing_gaps_on_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_webhooks_cannot_point_inside_the_servers_network() {
+    let app = spawn_app_with(
+        Backend::Sqlite,
+        Options {
+            allow_fixed_deck: false,
+            env: &[("MISSIVE_WEBHOOK_ALLOW_PRIVATE", "false")],
+        },
+    )
+    .await;
+    let mut client = app.grpc().await;
+    let match_id = create(&mut client).await;
+    let token = join(&mut client, &match_id, 0).await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost:9/hook",
+        "http://[::1]:9/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.7/hook",
+    ] {
+        let refused = set_webhook(&mut client, &match_id, &token, url)
+            .await
+            .expect_err(url);
+        assert_eq!(refused.code(), Code::InvalidArgument, "{url}: {refused:?}");
+        assert!(
+            refused.message().contains("public host"),
+            "{url}: {refused:?}"
+        );
+        assert_eq!(get_webhook(&mut client, &match_id, &token).await.url, "");
+    }
+    // A public host name is accepted (its addresses are checked again at each delivery).
+    let public = "http://game.example/hooks/turn";
+    set_webhook(&mut client, &match_id, &token, public)
+        .await
+        .expect("a public host");
+    assert_eq!(
+        get_webhook(&mut client, &match_id, &token).await.url,
+        public
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_webhook_registrations_are_refused_and_change_nothing() {
     let app = spawn_app_with(Backend::Sqlite, FAST).await;
     let mut client = app.grpc().await;
