@@ -90,16 +90,22 @@ struct Live {
     request_ids: HashMap<String, (Option<u8>, u64)>,
     /// False when loaded from a snapshot: older request ids are then only in the store.
     ids_complete: bool,
+    /// The awaited human seats' deadlines (see [`next_deadlines`]).
+    deadlines: Deadlines,
 }
+
+/// `(seat, due at)` for each awaited human seat of an active match with a turn timeout.
+type Deadlines = Vec<(u8, DateTime<Utc>)>;
 
 /// One appended event, as broadcast to watchers.
 #[derive(Debug)]
 pub struct Update {
     pub event: StoredEvent,
     pub observations: Vec<Observation<pb::GameEvent>>,
-    /// The state and the match row right after the event.
+    /// The state, the match row and the deadlines right after the event.
     pub state: Box<dyn MatchState>,
     pub record: MatchRecord,
+    pub deadlines: Vec<(u8, DateTime<Utc>)>,
 }
 
 /// What wakes a match's watchers.
@@ -297,6 +303,49 @@ fn pending_turns(
     )
 }
 
+/// The deadlines after `event`, by the rule [`pending_turns`] writes the store's turns with:
+/// in an active match with a turn timeout, an awaited human seat that was awaited before the
+/// event and did not act in it keeps its deadline; any other gets the event's time plus the
+/// timeout. `record` and `state` are as of after the event.
+fn next_deadlines(
+    before: &[(u8, DateTime<Utc>)],
+    record: &MatchRecord,
+    state: &dyn MatchState,
+    event: &StoredEvent,
+) -> Deadlines {
+    let Some(secs) = record.turn_timeout_secs else {
+        return Vec::new();
+    };
+    if record.status != MatchStatus::Active {
+        return Vec::new();
+    }
+    let acted = match event.kind.as_str() {
+        kinds::ACTION => event.actor,
+        kinds::TIMEOUT => payload_seat(event).ok(),
+        _ => None,
+    };
+    state
+        .awaiting()
+        .iter()
+        .filter(|&seat| {
+            record
+                .seats
+                .get(usize::from(seat))
+                .is_some_and(|s| s.bot.is_none())
+        })
+        .map(|seat| {
+            let kept = before
+                .iter()
+                .find(|(s, _)| *s == seat && acted != Some(seat))
+                .map(|(_, due)| *due);
+            (
+                seat,
+                kept.unwrap_or(event.at + chrono::Duration::seconds(i64::from(secs))),
+            )
+        })
+        .collect()
+}
+
 /// Who the game awaited in a match with this status: nobody until it starts.
 fn awaited(status: MatchStatus, state: &dyn MatchState) -> SeatSet {
     if status == MatchStatus::Active {
@@ -416,6 +465,7 @@ impl Service {
                 .insert(request_id.clone(), (event.actor, event.seq));
         }
         advance_record(&mut live.record, event, live.state.as_ref())?;
+        live.deadlines = next_deadlines(&live.deadlines, &live.record, live.state.as_ref(), event);
         Ok(observations)
     }
 
@@ -442,6 +492,7 @@ impl Service {
             state,
             request_ids: HashMap::new(),
             ids_complete,
+            deadlines: Vec::new(),
         };
         for event in &loaded.events {
             let observations = fold(live.state.as_mut(), event)?;
@@ -451,8 +502,19 @@ impl Service {
                     .insert(request_id.clone(), (event.actor, event.seq));
             }
         }
-        // The store's row is authoritative for seats and status.
+        // The store's row is authoritative for seats and status, its turns for deadlines (the
+        // events that started them may be older than the snapshot).
         live.record = loaded.record;
+        if live.record.turn_timeout_secs.is_some() && live.record.status == MatchStatus::Active {
+            live.deadlines = self
+                .store
+                .turns(id)
+                .await?
+                .into_iter()
+                .filter(|t| t.bot.is_none() && t.version == live.record.version)
+                .map(|t| (t.seat, t.due_at))
+                .collect();
+        }
         Ok(live)
     }
 
@@ -530,6 +592,7 @@ impl Service {
         info: pb::MatchInfo,
         record: &MatchRecord,
         state: &dyn MatchState,
+        deadlines: &[(u8, DateTime<Utc>)],
         viewer: Viewer,
     ) -> pb::MatchView {
         let active = record.status == MatchStatus::Active;
@@ -555,13 +618,26 @@ impl Service {
                 winners: o.winners.iter().map(u32::from).collect(),
                 scores: o.scores,
             }),
+            deadlines: deadlines
+                .iter()
+                .map(|&(seat, due_at)| pb::TurnDeadline {
+                    seat: seat.into(),
+                    due_at: Some(timestamp(due_at)),
+                })
+                .collect(),
             r#match: Some(info),
         }
     }
 
     async fn live_view(&self, live: &Live, viewer: Viewer) -> ApiResult<pb::MatchView> {
         let info = self.info(&live.record, live.game.as_ref()).await?;
-        Ok(Self::view(info, &live.record, live.state.as_ref(), viewer))
+        Ok(Self::view(
+            info,
+            &live.record,
+            live.state.as_ref(),
+            &live.deadlines,
+            viewer,
+        ))
     }
 
     pub async fn create_match(
@@ -694,12 +770,14 @@ impl Service {
         let slot = self.slot(id);
         let mut guard = slot.lock().await;
         if guard.is_none() && record.version == events.last().map_or(0, |e| e.seq) {
+            // A new match awaits no human seat yet: open, or all bots.
             *guard = Some(Live {
                 record,
                 game,
                 state,
                 request_ids: HashMap::new(),
                 ids_complete: true,
+                deadlines: Vec::new(),
             });
         }
         Ok(pb::CreateMatchResponse {
@@ -903,6 +981,7 @@ impl Service {
             observations: observations.clone(),
             state: live.state.boxed_clone(),
             record: live.record.clone(),
+            deadlines: live.deadlines.clone(),
         });
         Ok(observations)
     }
@@ -1419,6 +1498,7 @@ impl Service {
             &[Observation<pb::GameEvent>],
             &dyn MatchState,
             &MatchRecord,
+            &[(u8, DateTime<Utc>)],
         ) -> ApiResult<()>,
     ) -> ApiResult<()> {
         let seed = self.store.seed(record.id).await?;
@@ -1430,6 +1510,7 @@ impl Service {
             seat.bot = None;
         }
         let mut opening = Some(state.setup_observations());
+        let mut deadlines = Vec::new();
         for event in self.store.read_events(record.id, 0, u32::MAX).await? {
             // The first deal happened at creation: it belongs to the `created` event.
             let observations = match (event.kind.as_str(), opening.take()) {
@@ -1437,8 +1518,9 @@ impl Service {
                 _ => fold(state.as_mut(), &event)?,
             };
             advance_record(&mut past, &event, state.as_ref())?;
+            deadlines = next_deadlines(&deadlines, &past, state.as_ref(), &event);
             if event.seq > after {
-                f(&event, &observations, state.as_ref(), &past)?;
+                f(&event, &observations, state.as_ref(), &past, &deadlines)?;
             }
         }
         Ok(())
@@ -1573,7 +1655,7 @@ impl Service {
         let mut audit_events = Vec::new();
         let mut version = 0;
         let over = is_over(record.status);
-        self.replay(&record, game.as_ref(), 0, |event, observations, _, _| {
+        self.replay(&record, game.as_ref(), 0, |event, observations, _, _, _| {
             version = event.seq;
             entries.extend(Self::entries(game.as_ref(), event, observations, viewer)?);
             if over {
@@ -1652,6 +1734,7 @@ impl Service {
                                     info,
                                     &update.record,
                                     update.state.as_ref(),
+                                    &update.deadlines,
                                     viewer,
                                 )),
                             };
@@ -1720,20 +1803,26 @@ impl Service {
             return Ok(is_over(record.status));
         }
         let mut pending = Vec::new();
-        self.replay(&record, game, *last, |event, observations, state, past| {
-            pending.push((
-                event.seq,
-                Self::entries(game, event, observations, viewer)?,
-                past.clone(),
-                state.boxed_clone(),
-            ));
-            Ok(())
-        })
+        self.replay(
+            &record,
+            game,
+            *last,
+            |event, observations, state, past, deadlines| {
+                pending.push((
+                    event.seq,
+                    Self::entries(game, event, observations, viewer)?,
+                    past.clone(),
+                    state.boxed_clone(),
+                    deadlines.to_vec(),
+                ));
+                Ok(())
+            },
+        )
         .await?;
         let mut over = false;
-        for (seq, entries, past, state) in pending {
+        for (seq, entries, past, state, deadlines) in pending {
             let info = self.info(&past, game).await?;
-            let view = Self::view(info, &past, state.as_ref(), viewer);
+            let view = Self::view(info, &past, state.as_ref(), &deadlines, viewer);
             if tx
                 .send(Ok(pb::WatchMatchResponse {
                     version: seq,

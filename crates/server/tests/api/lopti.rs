@@ -13,6 +13,7 @@ use missive_rules::{Observation, Viewer};
 use missive_server::games::{MatchState, Registry};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use sqlx::Connection;
 use tonic::transport::Channel;
 
 use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, seat_view, spawn_app};
@@ -245,9 +246,43 @@ struct Played {
     last: pb::MatchView,
 }
 
-async fn play_session(client: &mut MissiveClient<Channel>, seed: u64) -> Played {
+/// The deadlines a view lists, as `(seat, unix micros)`.
+fn deadlines(view: &pb::MatchView) -> Vec<(u32, i64)> {
+    view.deadlines
+        .iter()
+        .map(|d| {
+            let at = d.due_at.as_ref().expect("a due time");
+            (d.seat, at.seconds * 1_000_000 + i64::from(at.nanos / 1_000))
+        })
+        .collect()
+}
+
+/// The store's pending human turns of a match, as `(seat, unix micros)`.
+async fn stored_deadlines(db: &mut sqlx::PgConnection, match_id: &str) -> Vec<(u32, i64)> {
+    let rows: Vec<(i16, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT seat, due_at FROM turns WHERE match_id = $1::uuid AND bot IS NULL ORDER BY seat",
+    )
+    .bind(match_id)
+    .fetch_all(db)
+    .await
+    .expect("turns");
+    rows.into_iter()
+        .map(|(seat, at)| (seat as u32, at.timestamp_micros()))
+        .collect()
+}
+
+/// Plays the scripted session. With `db` (PostgreSQL), the match has an hour per turn and
+/// every step checks the deadlines each seat's view lists against the store's pending turns.
+async fn play_session(
+    client: &mut MissiveClient<Channel>,
+    seed: u64,
+    mut db: Option<&mut sqlx::PgConnection>,
+) -> Played {
     let created = client
-        .create_match(lopti_options(HANDS))
+        .create_match(pb::CreateMatchRequest {
+            turn_timeout_secs: db.is_some().then_some(3600),
+            ..lopti_options(HANDS)
+        })
         .await
         .expect("create")
         .into_inner()
@@ -272,6 +307,9 @@ async fn play_session(client: &mut MissiveClient<Channel>, seed: u64) -> Played 
     let mut rng = Lcg(seed);
     let mut rule_creator = None;
     let mut received = Vec::new();
+    // Deadlines before the last action, that action's seat, and how often one carried over.
+    let mut previous: Option<(Vec<(u32, i64)>, u32)> = None;
+    let mut kept = 0;
     for _ in 0..5000 {
         let mut views = Vec::new();
         for (seat, token) in tokens.iter().enumerate() {
@@ -279,6 +317,22 @@ async fn play_session(client: &mut MissiveClient<Channel>, seed: u64) -> Played 
             assert_eq!(view.seat, Some(seat as u32));
             views.push(view.clone());
             received.push((seat as u32, view));
+        }
+        let listed = deadlines(&views[0]);
+        assert!(views.iter().all(|v| deadlines(v) == listed), "{views:?}");
+        match db.as_deref_mut() {
+            Some(db) => {
+                assert_eq!(listed, stored_deadlines(db, &match_id).await);
+                let awaited: Vec<u32> = listed.iter().map(|d| d.0).collect();
+                assert_eq!(awaited, views[0].awaiting, "one deadline per awaited seat");
+                if let Some((before, actor)) = &previous {
+                    kept += listed
+                        .iter()
+                        .filter(|d| d.0 != *actor && before.contains(d))
+                        .count();
+                }
+            }
+            None => assert!(listed.is_empty(), "no deadlines without a turn timeout"),
         }
         let awaiting = &views[0].awaiting;
         assert!(awaiting.is_empty() || views[0].outcome.is_none());
@@ -314,7 +368,16 @@ async fn play_session(client: &mut MissiveClient<Channel>, seed: u64) -> Played 
             .into_inner();
         let after = response.view.expect("a view");
         received.push((seat, after.clone()));
+        previous = Some((listed, seat));
         if after.outcome.is_some() {
+            assert!(
+                db.is_none() || kept > 0,
+                "a seat that stays awaited while another acts keeps its deadline"
+            );
+            assert!(
+                after.deadlines.is_empty(),
+                "a finished match has no deadlines"
+            );
             return Played {
                 match_id,
                 tokens,
@@ -650,7 +713,15 @@ async fn check_script(client: &mut MissiveClient<Channel>, played: &Played) {
 async fn a_full_session(backend: Backend, seed: u64) {
     let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
-    let played = play_session(&mut client, seed).await;
+    let mut db = match backend {
+        Backend::Postgres => Some(
+            sqlx::PgConnection::connect(app.database_url())
+                .await
+                .expect("the test database"),
+        ),
+        Backend::Sqlite => None,
+    };
+    let played = play_session(&mut client, seed, db.as_mut()).await;
     let info = played.last.r#match.as_ref().expect("match info");
     assert_eq!(info.status, pb::MatchStatus::Finished as i32);
     assert!(info.seed.is_some(), "the seed is revealed once it is over");

@@ -353,6 +353,104 @@ async fn a_deadline_survives_a_restart(backend: Backend) {
     );
 }
 
+/// `at` plus `secs`, as a view lists a deadline.
+fn plus(at: Option<pbjson_types::Timestamp>, secs: u32) -> Option<pbjson_types::Timestamp> {
+    let at = at.expect("a time");
+    Some(pbjson_types::Timestamp {
+        seconds: at.seconds + i64::from(secs),
+        nanos: at.nanos,
+    })
+}
+
+fn deadline(seat: u32, due_at: Option<pbjson_types::Timestamp>) -> Vec<pb::TurnDeadline> {
+    vec![pb::TurnDeadline { seat, due_at }]
+}
+
+async fn a_view_lists_the_awaited_seats_deadline(backend: Backend) {
+    const TIMEOUT: u32 = 3600;
+    let mut app = spawn_app(backend).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = start_match(&mut client, 2, Some(TIMEOUT), &[]).await;
+    let started = get_match(&mut client, &match_id).await;
+    let view = seat_view(&mut client, &match_id, &tokens[0]).await;
+    let first = view.awaiting[0];
+    // Due a timeout after the event that made the seat awaited (the last join).
+    let due = deadline(first, plus(started.updated_at, TIMEOUT));
+    assert_eq!(view.deadlines, due);
+    let spectator = client
+        .get_view(pb::GetViewRequest {
+            match_id: match_id.clone(),
+            seat: None,
+        })
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("a view");
+    assert_eq!(spectator.deadlines, due, "deadlines are public");
+
+    // The seat acts: the next awaited seat's time starts with that action, and a watcher's
+    // update says so too.
+    let mut watch = client
+        .watch_match(pb::WatchMatchRequest {
+            match_id: match_id.clone(),
+            after_version: started.version,
+            seat: None,
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mover = seat_view(&mut client, &match_id, &tokens[first as usize]).await;
+    let acted = client
+        .act(authed(
+            pb::ActRequest {
+                match_id: match_id.clone(),
+                action: Some(mover.legal_actions[0].clone()),
+                request_id: "first".into(),
+                expected_version: Some(mover.version),
+                seat: None,
+            },
+            &tokens[first as usize],
+        ))
+        .await
+        .expect("act")
+        .into_inner();
+    let after = acted.view.expect("a view");
+    let next = after.awaiting[0];
+    let moved = get_match(&mut client, &match_id).await;
+    let due = deadline(next, plus(moved.updated_at, TIMEOUT));
+    assert_eq!(after.deadlines, due);
+    let update = tokio::time::timeout(Duration::from_secs(5), watch.message())
+        .await
+        .expect("an update in time")
+        .expect("the stream")
+        .expect("an update");
+    assert_eq!(update.version, acted.version);
+    assert_eq!(update.view.expect("a view").deadlines, due);
+
+    // A restarted server reads the deadline back from the store.
+    app.restart_after(Duration::ZERO).await;
+    let mut client = app.grpc().await;
+    let reloaded = seat_view(&mut client, &match_id, &tokens[0]).await;
+    assert_eq!(reloaded.deadlines, due);
+
+    // No timeout, no deadlines.
+    let (untimed, tokens) = start_match(&mut client, 2, None, &[]).await;
+    let view = seat_view(&mut client, &untimed, &tokens[0]).await;
+    assert_eq!(view.awaiting.len(), 1);
+    assert!(view.deadlines.is_empty(), "{view:?}");
+}
+
+#[tokio::test]
+async fn a_view_lists_the_awaited_seats_deadline_on_postgres() {
+    a_view_lists_the_awaited_seats_deadline(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_view_lists_the_awaited_seats_deadline_on_sqlite() {
+    a_view_lists_the_awaited_seats_deadline(Backend::Sqlite).await;
+}
+
 #[tokio::test]
 async fn a_deadline_survives_a_restart_on_postgres() {
     a_deadline_survives_a_restart(Backend::Postgres).await;
