@@ -508,6 +508,7 @@ const ENQUEUE_OUTBOX: &str = "o AS (
         FROM UNNEST($25::smallint[], $26::text[]) AS n(seat, body)
         JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
         WHERE EXISTS (SELECT 1 FROM h)
+        RETURNING seat
     )";
 
 /// The single append statement: insert the events if the head is as expected, and with them
@@ -577,12 +578,18 @@ async fn write(
         if notify {
             clauses.push(ENQUEUE_OUTBOX);
         }
+        // Events written, and notifications queued (seats with a webhook).
+        let queued = if notify {
+            "(SELECT count(*) FROM o)"
+        } else {
+            "0::bigint"
+        };
         format!(
             "WITH h AS ({INSERT_EVENTS}{HEAD_IS}
                 AND EXISTS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15)
                 RETURNING seq
             ), {}
-            SELECT count(*) FROM h",
+            SELECT (SELECT count(*) FROM h), {queued}",
             clauses.join(", ")
         )
     } else {
@@ -592,7 +599,7 @@ async fn write(
                 AND NOT EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2 + 1)
                 AND cardinality($4::bigint[]) = 0
             ), {UPDATE_MATCH}{write_turns}
-            SELECT count(*) FROM m"
+            SELECT (SELECT count(*) FROM m), 0::bigint"
         )
     };
     let query = bind_event_columns!(
@@ -602,8 +609,12 @@ async fn write(
             .bind(prev.to_vec()),
         cols
     );
+    // (rows written, notifications queued)
     let result = if plain {
-        query.execute(&pg.pool).await.map(|r| r.rows_affected())
+        query
+            .execute(&pg.pool)
+            .await
+            .map(|r| (r.rows_affected(), false))
     } else {
         query
             .bind(crate::canonical::changed_at(&stored))
@@ -627,8 +638,11 @@ async fn write(
             .bind(notify_bodies)
             .fetch_one(&pg.pool)
             .await
-            .and_then(|row| sqlx::Row::try_get::<i64, _>(&row, 0))
-            .map(|n| u64::try_from(n).unwrap_or(0))
+            .and_then(|row| {
+                let written: i64 = sqlx::Row::try_get(&row, 0)?;
+                let queued: i64 = sqlx::Row::try_get(&row, 1)?;
+                Ok((u64::try_from(written).unwrap_or(0), queued > 0))
+            })
     };
     // Rows inserted into events, or for an append without events the match row updated.
     let want = if stored.is_empty() {
@@ -637,7 +651,9 @@ async fn write(
         stored.len() as u64
     };
     match result {
-        Ok(n) if n == want => Ok(Some(appended(pg, id, version, last_hash, stored, notify))),
+        Ok((n, queued)) if n == want => {
+            Ok(Some(appended(pg, id, version, last_hash, stored, queued)))
+        }
         Ok(_) => Ok(None),
         // Another writer committed the same request id or seq first.
         Err(e)

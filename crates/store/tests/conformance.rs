@@ -1250,6 +1250,20 @@ mod checks {
             .await?;
         assert!(again.duplicate);
         assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 3);
+        // Awaiting only a seat without a webhook queues nothing, and says so, also in the
+        // statement that writes several events.
+        let unhooked = h
+            .store
+            .append(
+                id,
+                5,
+                vec![action(0, "r6", 6), action(0, "r7", 7)],
+                notify(&[2]),
+            )
+            .await?;
+        assert!(!unhooked.duplicate);
+        assert!(!unhooked.webhooks_queued, "seat 2 has no webhook");
+        assert_eq!(h.store.deliveries(id, None, 100).await?.len(), 3);
         Ok(())
     }
 
