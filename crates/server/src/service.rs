@@ -92,6 +92,27 @@ struct Live {
     ids_complete: bool,
     /// The awaited human seats' deadlines (see [`next_deadlines`]).
     deadlines: Deadlines,
+    /// The seed, once read to be revealed (the match is over).
+    seed: Option<[u8; 32]>,
+    /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
+    vacated: Vec<u8>,
+}
+
+impl Live {
+    fn note_vacated(&mut self, event: &StoredEvent) {
+        if event.kind == kinds::LEFT
+            && let Ok(seat) = payload_seat(event)
+            && !self.vacated.contains(&seat)
+        {
+            self.vacated.push(seat);
+        }
+    }
+
+    /// Whether `seat` may still have a webhook of a player who left it: a seat left in the
+    /// events folded here, or any seat when the log was only folded from a snapshot on.
+    fn may_have_old_webhook(&self, seat: u8) -> bool {
+        !self.ids_complete || self.vacated.contains(&seat)
+    }
 }
 
 /// `(seat, due at)` for each awaited human seat of an active match with a turn timeout.
@@ -106,6 +127,8 @@ pub struct Update {
     pub state: Box<dyn MatchState>,
     pub record: MatchRecord,
     pub deadlines: Vec<(u8, DateTime<Utc>)>,
+    /// The seed when the match is over and this server had read it.
+    pub seed: Option<[u8; 32]>,
 }
 
 /// What wakes a match's watchers.
@@ -464,6 +487,7 @@ impl Service {
             live.request_ids
                 .insert(request_id.clone(), (event.actor, event.seq));
         }
+        live.note_vacated(event);
         advance_record(&mut live.record, event, live.state.as_ref())?;
         live.deadlines = next_deadlines(&live.deadlines, &live.record, live.state.as_ref(), event);
         Ok(observations)
@@ -493,6 +517,8 @@ impl Service {
             request_ids: HashMap::new(),
             ids_complete,
             deadlines: Vec::new(),
+            seed: None,
+            vacated: Vec::new(),
         };
         for event in &loaded.events {
             let observations = fold(live.state.as_mut(), event)?;
@@ -501,6 +527,7 @@ impl Service {
                 live.request_ids
                     .insert(request_id.clone(), (event.actor, event.seq));
             }
+            live.note_vacated(event);
         }
         // The store's row is authoritative for seats and status, its turns for deadlines (the
         // events that started them may be older than the snapshot).
@@ -555,11 +582,22 @@ impl Service {
     }
 
     async fn info(&self, record: &MatchRecord, game: &dyn GameKind) -> ApiResult<pb::MatchInfo> {
+        self.info_with(record, game, None).await
+    }
+
+    /// [`Service::info`], with the seed if it is already known (it is only read, and shown,
+    /// once the match is over).
+    async fn info_with(
+        &self,
+        record: &MatchRecord,
+        game: &dyn GameKind,
+        seed: Option<[u8; 32]>,
+    ) -> ApiResult<pb::MatchInfo> {
         let over = is_over(record.status);
-        let seed = if over {
-            Some(hex::encode(self.store.seed(record.id).await?))
-        } else {
-            None
+        let seed = match (over, seed) {
+            (false, _) => None,
+            (true, Some(seed)) => Some(hex::encode(seed)),
+            (true, None) => Some(hex::encode(self.store.seed(record.id).await?)),
         };
         Ok(pb::MatchInfo {
             match_id: record.id.to_string(),
@@ -630,7 +668,9 @@ impl Service {
     }
 
     async fn live_view(&self, live: &Live, viewer: Viewer) -> ApiResult<pb::MatchView> {
-        let info = self.info(&live.record, live.game.as_ref()).await?;
+        let info = self
+            .info_with(&live.record, live.game.as_ref(), live.seed)
+            .await?;
         Ok(Self::view(
             info,
             &live.record,
@@ -778,6 +818,8 @@ impl Service {
                 request_ids: HashMap::new(),
                 ids_complete: true,
                 deadlines: Vec::new(),
+                seed: None,
+                vacated: Vec::new(),
             });
         }
         Ok(pb::CreateMatchResponse {
@@ -847,16 +889,37 @@ impl Service {
                 "player must be a name of 1 to {MAX_PLAYER_NAME} characters"
             )));
         }
+        // As with actions: the cached match is trusted, a stale one fails the append's version
+        // check, and a refusal is only returned once a fresh read confirms it.
+        let mut fresh = false;
+        macro_rules! or_recheck {
+            ($result:expr) => {
+                match $result {
+                    Ok(value) => value,
+                    Err(_) if !fresh => {
+                        fresh = true;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+        }
         for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = self.current(id).await?;
+            let mut guard = if fresh {
+                self.current(id).await?
+            } else {
+                let (guard, loaded) = self.cached(id).await?;
+                fresh = loaded;
+                guard
+            };
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
             if live.record.status != MatchStatus::Open {
-                return Err(ApiError::precondition(
+                or_recheck!(Err(ApiError::precondition(
                     "match-not-open",
                     "the match is not open to join",
-                ));
+                )));
             }
             let seat = match req.seat {
                 Some(seat) => {
@@ -867,20 +930,21 @@ impl Service {
                         ))
                     })?;
                     if s.player.is_some() {
-                        return Err(ApiError::precondition(
+                        or_recheck!(Err(ApiError::precondition(
                             "seat-taken",
                             format!("seat {seat} is taken"),
-                        ));
+                        )));
                     }
                     s.seat
                 }
-                None => live
-                    .record
-                    .seats
-                    .iter()
-                    .find(|s| s.player.is_none())
-                    .map(|s| s.seat)
-                    .ok_or_else(|| ApiError::precondition("match-full", "every seat is taken"))?,
+                None => or_recheck!(
+                    live.record
+                        .seats
+                        .iter()
+                        .find(|s| s.player.is_none())
+                        .map(|s| s.seat)
+                        .ok_or_else(|| ApiError::precondition("match-full", "every seat is taken"))
+                ),
             };
             let (token, token_hash) = auth::new_token()?;
             let starts = live
@@ -891,8 +955,15 @@ impl Service {
                 .count()
                 == 1;
             // A free seat's webhook, if any, is a previous player's: it must not learn of
-            // this player's turns.
-            self.store.remove_webhook(id, seat).await?;
+            // this player's turns. Removed only from a freshly read match, so a stale cache
+            // never removes the webhook of a player who took the seat on another server.
+            if live.may_have_old_webhook(seat) {
+                if !fresh {
+                    fresh = true;
+                    continue;
+                }
+                self.store.remove_webhook(id, seat).await?;
+            }
             let at = missive_store::truncate_to_micros(Utc::now());
             let status = if starts {
                 MatchStatus::Active
@@ -982,6 +1053,7 @@ impl Service {
             state: live.state.boxed_clone(),
             record: live.record.clone(),
             deadlines: live.deadlines.clone(),
+            seed: live.seed,
         });
         Ok(observations)
     }
@@ -1202,6 +1274,10 @@ impl Service {
                 at,
             };
             let over = next.outcome().is_some();
+            if over && live.seed.is_none() {
+                // Read once here, so neither the answer nor any watcher reads it again.
+                live.seed = Some(self.store.seed(id).await?);
+            }
             let status = if over {
                 MatchStatus::Finished
             } else {
@@ -1721,7 +1797,9 @@ impl Service {
                         Ok(Wake::Update(update)) if update.event.seq <= last => {}
                         Ok(Wake::Moved(version)) if version <= last => {}
                         Ok(Wake::Update(update)) if update.event.seq == last + 1 => {
-                            let info = service.info(&update.record, game.as_ref()).await?;
+                            let info = service
+                                .info_with(&update.record, game.as_ref(), update.seed)
+                                .await?;
                             let message = pb::WatchMatchResponse {
                                 version: update.event.seq,
                                 entries: Self::entries(

@@ -304,6 +304,69 @@ async fn without_notifications_a_watcher_catches_up_on_its_own_timer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_on_two_replicas_never_give_one_seat_twice() {
+    let first = spawn_app(Backend::Postgres).await;
+    let second = crate::helpers::spawn_replica(&first).await;
+    let mut a = first.grpc().await;
+    let mut b = second.grpc().await;
+    let join = |seat: Option<u32>, player: &str| pb::JoinMatchRequest {
+        match_id: String::new(),
+        player: player.to_owned(),
+        seat,
+    };
+    let created = a
+        .create_match(pb::CreateMatchRequest {
+            seat_count: 3,
+            ..crate::helpers::love_letter_options(3)
+        })
+        .await
+        .expect("create")
+        .into_inner()
+        .r#match
+        .expect("match info");
+    let id = created.match_id;
+    let with_id = |mut request: pb::JoinMatchRequest| {
+        request.match_id = id.clone();
+        request
+    };
+    // A has the new match cached; B takes seat 0 behind its back.
+    let on_b = b
+        .join_match(with_id(join(None, "on b")))
+        .await
+        .expect("join on b")
+        .into_inner();
+    assert_eq!(on_b.seat, 0);
+    // A's cache says seat 0 is free: asking for it is refused once A has looked again...
+    let taken = a
+        .join_match(with_id(join(Some(0), "wants 0")))
+        .await
+        .expect_err("seat 0 is taken");
+    assert_eq!(taken.code(), Code::FailedPrecondition, "{taken:?}");
+    // ...and any free seat is one B did not take.
+    let on_a = a
+        .join_match(with_id(join(None, "on a")))
+        .await
+        .expect("join on a")
+        .into_inner();
+    assert_eq!(on_a.seat, 1);
+    let last = b
+        .join_match(with_id(join(None, "last")))
+        .await
+        .expect("the last seat")
+        .into_inner();
+    assert_eq!(last.seat, 2);
+    let full = a
+        .join_match(with_id(join(None, "late")))
+        .await
+        .expect_err("full");
+    assert_eq!(full.code(), Code::FailedPrecondition, "{full:?}");
+    let info = last.r#match.expect("match info");
+    assert_eq!(info.status, pb::MatchStatus::Active as i32);
+    let players: Vec<_> = info.seats.iter().map(|s| s.player.as_str()).collect();
+    assert_eq!(players, ["on b", "on a", "last"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_acts_on_one_match_from_two_replicas_serialise() {
     let first = spawn_app(Backend::Postgres).await;
     let second = crate::helpers::spawn_replica(&first).await;
