@@ -10,6 +10,7 @@
 pub mod audit;
 pub mod auth;
 pub mod bots;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod fanout;
@@ -58,6 +59,7 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
             cache_capacity: config.cache_capacity,
             watch_recheck: config.watch_recheck(),
             webhook_allow_private: config.webhook_allow_private,
+            clock: clock::Clock::system(),
         },
     )))
 }

@@ -78,6 +78,8 @@ pub struct Settings {
     pub watch_recheck: std::time::Duration,
     /// Whether webhook URLs may name non-public addresses (see `webhooks.rs`).
     pub webhook_allow_private: bool,
+    /// What the service stamps events with and the turn worker claims due turns by.
+    pub clock: crate::clock::Clock,
 }
 
 /// A match in memory, at `record.version`.
@@ -392,6 +394,11 @@ impl Service {
         }
     }
 
+    /// The clock events are stamped with and turns fall due by.
+    pub fn clock(&self) -> &crate::clock::Clock {
+        &self.settings.clock
+    }
+
     /// What the webhook delivery worker waits on between polls.
     pub fn webhook_wake(&self) -> Arc<Notify> {
         self.webhook_wake.clone()
@@ -704,7 +711,7 @@ impl Service {
         }
         let seed = auth::random_bytes()?;
         let seed_hash: [u8; 32] = Sha256::digest(seed).into();
-        let now = missive_store::truncate_to_micros(Utc::now());
+        let now = self.settings.clock.now();
         let mut payload = json!({
             "config": parsed.config,
             "seat_count": seats,
@@ -964,7 +971,7 @@ impl Service {
                 }
                 self.store.remove_webhook(id, seat).await?;
             }
-            let at = missive_store::truncate_to_micros(Utc::now());
+            let at = self.settings.clock.now();
             let status = if starts {
                 MatchStatus::Active
             } else {
@@ -1264,7 +1271,7 @@ impl Service {
                 }
                 or_recheck!(Err(ApiError::from(refusal)));
             }
-            let at = missive_store::truncate_to_micros(Utc::now());
+            let at = self.settings.clock.now();
             let event = NewEvent {
                 kind: kind.into(),
                 // A timeout is the server's doing: the seat is in the payload, not the actor.
@@ -1437,7 +1444,7 @@ impl Service {
                 live.state.as_ref(),
                 SeatSet::EMPTY,
                 None,
-                Utc::now(),
+                self.settings.clock.now(),
             );
             let update = match live.record.status {
                 MatchStatus::Open => MatchUpdate {
@@ -1464,7 +1471,7 @@ impl Service {
                 actor: Some(seat),
                 request_id: None,
                 payload: json!({ "seat": seat }),
-                at: missive_store::truncate_to_micros(Utc::now()),
+                at: self.settings.clock.now(),
             };
             match self
                 .store
@@ -1521,7 +1528,7 @@ impl Service {
         }
         let secret = auth::random_bytes()?;
         self.store
-            .set_webhook(id, seat, &req.url, secret, Utc::now())
+            .set_webhook(id, seat, &req.url, secret, self.settings.clock.now())
             .await?;
         tracing::info!(match_id = %id, seat, "webhook set");
         Ok(pb::SetWebhookResponse {

@@ -16,8 +16,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-
 use crate::service::Service;
 
 /// Turns claimed per round trip; a full batch is followed at once by another claim.
@@ -39,7 +37,7 @@ pub async fn run(
             () = tokio::time::sleep(poll) => {}
         }
         loop {
-            let now = Utc::now();
+            let now = service.clock().now();
             let claimed = match service.store().claim_turns(now, now + lease, BATCH).await {
                 Ok(claimed) => claimed,
                 Err(e) => {

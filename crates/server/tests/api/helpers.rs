@@ -39,7 +39,7 @@ pub(crate) struct TestApp {
     pub(crate) grpc_addr: String,
     pub(crate) http_base: String,
     /// Set when this server created (and so drops) its database.
-    database: Option<(String, String)>,
+    database: Option<ScratchDb>,
     database_url: Option<String>,
     data_dir: std::path::PathBuf,
     pub(crate) http: reqwest::Client,
@@ -98,24 +98,14 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
     for (key, value) in options.env {
         env.push(((*key).to_owned(), (*value).to_owned()));
     }
-    let mut database = None;
-    if backend == Backend::Postgres {
-        let admin = admin_url();
-        let name = format!("missive_test_{suffix}");
-        let mut conn = sqlx::PgConnection::connect(&admin)
-            .await
-            .expect("PostgreSQL is reachable");
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("create database");
-        conn.close().await.ok();
-        env.push(("DATABASE_URL".into(), with_database(&admin, &name)));
-        database = Some((admin, name));
+    let database = match backend {
+        Backend::Postgres => Some(ScratchDb::create().await),
+        Backend::Sqlite => None,
+    };
+    let database_url = database.as_ref().map(|db| db.url.clone());
+    if let Some(url) = &database_url {
+        env.push(("DATABASE_URL".into(), url.clone()));
     }
-    let database_url = database
-        .as_ref()
-        .map(|(admin, name)| with_database(admin, name));
     let (child, grpc_addr, http_base) = start(command(&env)).await;
     TestApp {
         child,
@@ -361,23 +351,57 @@ impl Drop for TestApp {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data_dir);
-        if let Some((admin, name)) = self.database.take() {
-            // Drop runs outside any runtime guarantee: use a small runtime of its own.
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .ok()?;
-                rt.block_on(async {
-                    let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
-                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                        .execute(&mut conn)
-                        .await
-                        .ok()
-                })
-            })
-            .join();
+        // The database, if this server created it, goes after the server.
+        drop(self.database.take());
+    }
+}
+
+/// A fresh PostgreSQL database for one test; dropped (with any connections left) on drop.
+#[derive(Debug)]
+pub(crate) struct ScratchDb {
+    pub(crate) url: String,
+    admin: String,
+    name: String,
+}
+
+impl ScratchDb {
+    pub(crate) async fn create() -> ScratchDb {
+        let admin = admin_url();
+        let name = format!("missive_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(&admin)
+            .await
+            .expect("PostgreSQL is reachable");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create database");
+        conn.close().await.ok();
+        ScratchDb {
+            url: with_database(&admin, &name),
+            admin,
+            name,
         }
+    }
+}
+
+impl Drop for ScratchDb {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        // Drop runs outside any runtime guarantee: use a small runtime of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            rt.block_on(async {
+                let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
+                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await
+                    .ok()
+            })
+        })
+        .join();
     }
 }
 

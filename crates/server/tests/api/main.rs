@@ -1,6 +1,8 @@
-//! End-to-end tests: the real `missive` binary on free ports, driven over gRPC and HTTP/JSON.
+//! End-to-end tests: the real `missive` binary on free ports, driven over gRPC and HTTP/JSON
+//! (and, where a test must hold the clock, the service itself in this process).
 
 mod amori;
+mod clock;
 mod grpc;
 mod helpers;
 mod http;
