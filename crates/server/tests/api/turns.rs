@@ -21,6 +21,17 @@ async fn start_match(
     timeout: Option<u32>,
     bots: &[u32],
 ) -> (String, Vec<String>) {
+    start_match_with(client, seats, timeout, bots, "").await
+}
+
+/// [`start_match`] with bots of the named strategy (empty: the default).
+async fn start_match_with(
+    client: &mut MissiveClient<Channel>,
+    seats: u32,
+    timeout: Option<u32>,
+    bots: &[u32],
+    strategy: &str,
+) -> (String, Vec<String>) {
     let created = client
         .create_match(pb::CreateMatchRequest {
             turn_timeout_secs: timeout,
@@ -28,7 +39,7 @@ async fn start_match(
                 .iter()
                 .map(|&seat| pb::BotSeat {
                     seat,
-                    strategy: String::new(),
+                    strategy: strategy.to_owned(),
                 })
                 .collect(),
             ..love_letter_options(seats)
@@ -461,10 +472,10 @@ async fn a_deadline_survives_a_restart_on_sqlite() {
     a_deadline_survives_a_restart(Backend::Sqlite).await;
 }
 
-async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend) {
+async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend, strategy: &str) {
     let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
-    let (match_id, _) = start_match(&mut client, 3, None, &[0, 1, 2]).await;
+    let (match_id, _) = start_match_with(&mut client, 3, None, &[0, 1, 2], strategy).await;
     let created = get_match(&mut client, &match_id).await;
     assert_eq!(
         created.status,
@@ -473,7 +484,12 @@ async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend) {
     );
     for seat in &created.seats {
         assert!(seat.taken && seat.bot, "{seat:?}");
-        assert_eq!(seat.player, "bot:random");
+        let named = if strategy.is_empty() {
+            "random"
+        } else {
+            strategy
+        };
+        assert_eq!(seat.player, format!("bot:{named}"));
     }
     let over = wait_until(&mut client, &match_id, Duration::from_secs(60), |m| {
         m.status != pb::MatchStatus::Active as i32
@@ -500,12 +516,12 @@ async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend) {
 
 #[tokio::test]
 async fn a_match_of_bots_plays_itself_to_the_end_on_postgres() {
-    a_match_of_bots_plays_itself_to_the_end(Backend::Postgres).await;
+    a_match_of_bots_plays_itself_to_the_end(Backend::Postgres, "counting").await;
 }
 
 #[tokio::test]
 async fn a_match_of_bots_plays_itself_to_the_end_on_sqlite() {
-    a_match_of_bots_plays_itself_to_the_end(Backend::Sqlite).await;
+    a_match_of_bots_plays_itself_to_the_end(Backend::Sqlite, "").await;
 }
 
 #[tokio::test]
