@@ -127,7 +127,7 @@ const EVENT_COLUMNS: &str =
     "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
 
 /// Column arrays for inserting events with one `UNNEST` (here and in [`crate::batch`]).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct EventColumns {
     pub(crate) seq: Vec<i64>,
     pub(crate) kind: Vec<String>,
