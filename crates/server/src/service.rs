@@ -182,6 +182,22 @@ enum Play<'a> {
     Timeout,
 }
 
+/// In a retry loop over a match read with [`Service::for_write`]: a refusal made from a cached
+/// match not yet known to be current sets `$fresh` and goes round again (from a fresh read)
+/// instead of being returned.
+macro_rules! or_recheck {
+    ($fresh:ident, $result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(_) if !$fresh => {
+                $fresh = true;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+}
+
 fn parse_id(id: &str) -> ApiResult<MatchId> {
     id.parse()
         .map_err(|_| ApiError::invalid(format!("{id:?} is not a match id (a UUID)")))
@@ -482,6 +498,21 @@ impl Service {
             }
             _ => *guard = Some(self.load(id).await?),
         }
+        Ok(guard)
+    }
+
+    /// The match, locked, for a change: as cached while `fresh` is false (which then says
+    /// whether it was just loaded, and so is current), brought up to date once it is true.
+    async fn for_write(
+        &self,
+        id: MatchId,
+        fresh: &mut bool,
+    ) -> ApiResult<OwnedMutexGuard<Option<Live>>> {
+        if *fresh {
+            return self.current(id).await;
+        }
+        let (guard, loaded) = self.cached(id).await?;
+        *fresh = loaded;
         Ok(guard)
     }
 
@@ -899,34 +930,19 @@ impl Service {
         // As with actions: the cached match is trusted, a stale one fails the append's version
         // check, and a refusal is only returned once a fresh read confirms it.
         let mut fresh = false;
-        macro_rules! or_recheck {
-            ($result:expr) => {
-                match $result {
-                    Ok(value) => value,
-                    Err(_) if !fresh => {
-                        fresh = true;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                }
-            };
-        }
         for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = if fresh {
-                self.current(id).await?
-            } else {
-                let (guard, loaded) = self.cached(id).await?;
-                fresh = loaded;
-                guard
-            };
+            let mut guard = self.for_write(id, &mut fresh).await?;
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
             if live.record.status != MatchStatus::Open {
-                or_recheck!(Err(ApiError::precondition(
-                    "match-not-open",
-                    "the match is not open to join",
-                )));
+                or_recheck!(
+                    fresh,
+                    Err(ApiError::precondition(
+                        "match-not-open",
+                        "the match is not open to join",
+                    ))
+                );
             }
             let seat = match req.seat {
                 Some(seat) => {
@@ -937,14 +953,18 @@ impl Service {
                         ))
                     })?;
                     if s.player.is_some() {
-                        or_recheck!(Err(ApiError::precondition(
-                            "seat-taken",
-                            format!("seat {seat} is taken"),
-                        )));
+                        or_recheck!(
+                            fresh,
+                            Err(ApiError::precondition(
+                                "seat-taken",
+                                format!("seat {seat} is taken"),
+                            ))
+                        );
                     }
                     s.seat
                 }
                 None => or_recheck!(
+                    fresh,
                     live.record
                         .seats
                         .iter()
@@ -1183,37 +1203,17 @@ impl Service {
         // store's version check and is retried from a fresh one, and a refusal made from the
         // cache is only returned once the cache is known to be current.
         let mut fresh = false;
-        macro_rules! or_recheck {
-            ($result:expr) => {
-                match $result {
-                    Ok(value) => value,
-                    Err(_) if !fresh => {
-                        fresh = true;
-                        continue;
-                    }
-                    Err(e) => return Err(e),
-                }
-            };
-        }
         for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = if fresh {
-                self.current(id).await?
-            } else {
-                let (guard, loaded) = self.cached(id).await?;
-                fresh = loaded;
-                guard
-            };
+            let mut guard = self.for_write(id, &mut fresh).await?;
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
             let seat = match by {
                 By::Caller(caller, wanted) => {
-                    match or_recheck!(auth::viewer(
-                        &live.record,
-                        caller.token.as_deref(),
-                        wanted,
-                        true
-                    )) {
+                    match or_recheck!(
+                        fresh,
+                        auth::viewer(&live.record, caller.token.as_deref(), wanted, true)
+                    ) {
                         Viewer::Seat(seat) => seat,
                         Viewer::Spectator => unreachable!("a required token gives a seat"),
                     }
@@ -1223,28 +1223,35 @@ impl Service {
             if let Some(&(actor, seq)) = live.request_ids.get(request_id) {
                 return self.duplicate(live, by, seat, actor, seq).await;
             }
-            or_recheck!(match live.record.status {
-                MatchStatus::Open => Err(ApiError::precondition(
-                    "match-not-started",
-                    "the match starts when every seat is taken",
-                )),
-                MatchStatus::Finished | MatchStatus::Abandoned => {
-                    Err(ApiError::precondition("match-over", "the match is over"))
+            or_recheck!(
+                fresh,
+                match live.record.status {
+                    MatchStatus::Open => Err(ApiError::precondition(
+                        "match-not-started",
+                        "the match starts when every seat is taken",
+                    )),
+                    MatchStatus::Finished | MatchStatus::Abandoned => {
+                        Err(ApiError::precondition("match-over", "the match is over"))
+                    }
+                    MatchStatus::Active => Ok(()),
                 }
-                MatchStatus::Active => Ok(()),
-            });
+            );
             if let Some(expected) = expected_version
                 && expected != live.record.version
             {
-                or_recheck!(Err(ApiError::Aborted(format!(
-                    "the match is at version {}, not {expected}",
-                    live.record.version
-                ))));
+                or_recheck!(
+                    fresh,
+                    Err(ApiError::Aborted(format!(
+                        "the match is at version {}, not {expected}",
+                        live.record.version
+                    )))
+                );
             }
             let (kind, action) = match play {
-                Play::Action(action) => {
-                    (kinds::ACTION, or_recheck!(live.game.parse_action(action)))
-                }
+                Play::Action(action) => (
+                    kinds::ACTION,
+                    or_recheck!(fresh, live.game.parse_action(action)),
+                ),
                 Play::Bot(strategy) => {
                     // The bot sees what its seat may see, and nothing else.
                     let view = self.live_view(live, Viewer::Seat(seat)).await?;
@@ -1254,9 +1261,12 @@ impl Service {
                     (kinds::ACTION, live.game.parse_action(&choice)?)
                 }
                 Play::Timeout => {
-                    let action = or_recheck!(live.state.default_action(seat).ok_or_else(|| {
-                        ApiError::precondition("not-awaited", "the seat is not awaited")
-                    }));
+                    let action = or_recheck!(
+                        fresh,
+                        live.state.default_action(seat).ok_or_else(|| {
+                            ApiError::precondition("not-awaited", "the seat is not awaited")
+                        })
+                    );
                     (kinds::TIMEOUT, action)
                 }
             };
@@ -1269,7 +1279,7 @@ impl Service {
                 {
                     return self.duplicate(live, by, seat, actor, seq).await;
                 }
-                or_recheck!(Err(ApiError::from(refusal)));
+                or_recheck!(fresh, Err(ApiError::from(refusal)));
             }
             let at = self.settings.clock.now();
             let event = NewEvent {

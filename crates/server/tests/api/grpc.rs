@@ -9,7 +9,7 @@ use missive_server::games::{MatchState, Registry};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, audit_log, authed, love_letter_options, spawn_app};
+use crate::helpers::{Backend, Lcg, audit_log, authed, get_match, love_letter_options, spawn_app};
 
 /// A played match and every view each seat received, by version.
 #[derive(Debug)]
@@ -46,27 +46,12 @@ pub(crate) async fn create_and_join(
         assert_eq!(joined.seat, seat);
         assert_eq!(
             joined.r#match,
-            stored_match(client, &info.match_id).await,
+            Some(get_match(client, &info.match_id).await),
             "the server answers a join from the match as stored"
         );
         tokens.push(joined.seat_token);
     }
     (info.match_id, tokens)
-}
-
-/// The match as `GetMatch` reads it from the store.
-async fn stored_match(
-    client: &mut MissiveClient<Channel>,
-    match_id: &str,
-) -> Option<pb::MatchInfo> {
-    client
-        .get_match(pb::GetMatchRequest {
-            match_id: match_id.to_owned(),
-        })
-        .await
-        .expect("get match")
-        .into_inner()
-        .r#match
 }
 
 /// Both seats play, each choosing at random among the legal actions the server lists.
@@ -127,7 +112,7 @@ pub(crate) async fn play_over_grpc(client: &mut MissiveClient<Channel>, seed: u6
         received.push((seat as u32, view.clone()));
         if view.outcome.is_some() {
             // The view was built from the server's cache, which folded the final act itself.
-            assert_eq!(view.r#match, stored_match(client, &match_id).await);
+            assert_eq!(view.r#match, Some(get_match(client, &match_id).await));
             return Played {
                 match_id,
                 tokens,

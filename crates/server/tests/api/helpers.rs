@@ -442,6 +442,22 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
     }
 }
 
+/// The match as `GetMatch` reads it from the store.
+pub(crate) async fn get_match(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+) -> pb::MatchInfo {
+    client
+        .get_match(pb::GetMatchRequest {
+            match_id: match_id.to_owned(),
+        })
+        .await
+        .expect("get match")
+        .into_inner()
+        .r#match
+        .expect("match info")
+}
+
 /// The view of the seat whose token this is.
 pub(crate) async fn seat_view(
     client: &mut MissiveClient<Channel>,

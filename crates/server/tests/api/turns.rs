@@ -10,7 +10,7 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, TestApp, authed, love_letter_options, seat_view, spawn_app, spawn_replica,
+    Backend, TestApp, authed, get_match, love_letter_options, seat_view, spawn_app, spawn_replica,
 };
 
 /// Creates a Love Letter match with `timeout` seconds per turn and `bots` as bot seats, and
@@ -63,18 +63,6 @@ async fn start_match_with(
         tokens[seat as usize] = joined.seat_token;
     }
     (created.match_id, tokens)
-}
-
-async fn get_match(client: &mut MissiveClient<Channel>, match_id: &str) -> pb::MatchInfo {
-    client
-        .get_match(pb::GetMatchRequest {
-            match_id: match_id.to_owned(),
-        })
-        .await
-        .expect("get match")
-        .into_inner()
-        .r#match
-        .expect("match info")
 }
 
 /// The history as the token's seat sees it (a spectator's with `None`).
