@@ -9,7 +9,9 @@ use missive_server::games::{MatchState, Registry};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, audit_log, authed, get_match, love_letter_options, spawn_app};
+use crate::helpers::{
+    Backend, Lcg, audit_log, authed, get_match, love_letter_options, spawn_app, spectator_view,
+};
 
 /// A played match and every view each seat received, by version.
 #[derive(Debug)]
@@ -366,16 +368,7 @@ async fn a_retried_act_is_applied_once_and_returns_the_same_result() {
     let app = spawn_app(Backend::Postgres).await;
     let mut client = app.grpc().await;
     let (match_id, tokens) = create_and_join(&mut client, 2).await;
-    let view = client
-        .get_view(pb::GetViewRequest {
-            match_id: match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("view");
+    let view = spectator_view(&mut client, &match_id).await;
     let seat = view.awaiting[0] as usize;
     let mine = client
         .get_view(authed(

@@ -458,6 +458,23 @@ pub(crate) async fn get_match(
         .expect("match info")
 }
 
+/// A spectator's view (no token).
+pub(crate) async fn spectator_view(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+) -> pb::MatchView {
+    client
+        .get_view(pb::GetViewRequest {
+            match_id: match_id.to_owned(),
+            seat: None,
+        })
+        .await
+        .expect("view")
+        .into_inner()
+        .view
+        .expect("a view")
+}
+
 /// The view of the seat whose token this is.
 pub(crate) async fn seat_view(
     client: &mut MissiveClient<Channel>,

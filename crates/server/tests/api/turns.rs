@@ -11,6 +11,7 @@ use tonic::transport::Channel;
 
 use crate::helpers::{
     Backend, TestApp, authed, get_match, love_letter_options, seat_view, spawn_app, spawn_replica,
+    spectator_view,
 };
 
 /// Creates a Love Letter match with `timeout` seconds per turn and `bots` as bot seats, and
@@ -376,16 +377,7 @@ async fn a_view_lists_the_awaited_seats_deadline(backend: Backend) {
     // Due a timeout after the event that made the seat awaited (the last join).
     let due = deadline(first, plus(started.updated_at, TIMEOUT));
     assert_eq!(view.deadlines, due);
-    let spectator = client
-        .get_view(pb::GetViewRequest {
-            match_id: match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view");
+    let spectator = spectator_view(&mut client, &match_id).await;
     assert_eq!(spectator.deadlines, due, "deadlines are public");
 
     // The seat acts: the next awaited seat's time starts with that action, and a watcher's
