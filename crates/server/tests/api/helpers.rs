@@ -244,6 +244,12 @@ impl TestApp {
     }
 
     /// Starts the server again with the same settings and database (on new ports).
+    /// Sets one variable of the environment the next [`TestApp::restart`] starts with.
+    pub(crate) fn set_env(&mut self, key: &str, value: &str) {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
+    }
+
     pub(crate) async fn restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -464,6 +464,48 @@ async fn by_default_webhooks_cannot_point_inside_the_servers_network() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_inside_the_network_is_not_delivered_once_the_guard_is_on() {
+    // Registered while the server allowed loopback receivers...
+    let mut app = spawn_app_with(Backend::Sqlite, FAST).await;
+    let mut client = app.grpc().await;
+    let receiver = Receiver::start(0).await;
+    let match_id = create(&mut client).await;
+    let first = join(&mut client, &match_id, 0).await;
+    set_webhook(&mut client, &match_id, &first, &receiver.url)
+        .await
+        .expect("loopback is allowed here");
+    // ...then the server comes back refusing them.
+    app.set_env("MISSIVE_WEBHOOK_ALLOW_PRIVATE", "false");
+    app.restart().await;
+    let mut client = app.grpc().await;
+    let second = join(&mut client, &match_id, 1).await;
+    let tokens = [first, second];
+    let versions = play_until_awaited(&mut client, &match_id, &tokens, 0, 1).await;
+    assert!(!versions.is_empty(), "seat 0 never got a turn");
+    let start = Instant::now();
+    let record = loop {
+        let record = get_webhook(&mut client, &match_id, &tokens[0]).await;
+        if record.deliveries.iter().any(|d| d.attempts > 0) {
+            break record;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{record:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let tried = record
+        .deliveries
+        .iter()
+        .find(|d| d.attempts > 0)
+        .expect("an attempt");
+    assert!(tried.last_error.contains("public host"), "{tried:?}");
+    assert_eq!(
+        tried.next_attempt_at, None,
+        "given up: it can never succeed"
+    );
+    assert_eq!(tried.delivered_at, None);
+    assert!(receiver.hits().is_empty(), "{:?}", receiver.hits());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_webhook_registrations_are_refused_and_change_nothing() {
     let app = spawn_app_with(Backend::Sqlite, FAST).await;
     let mut client = app.grpc().await;
