@@ -74,8 +74,8 @@ impl Settings {
     }
 }
 
-/// Checks a webhook URL: absolute `http` (or `https`, in a build with the `webhook-tls`
-/// feature) with a host, no credentials, no fragment, at most [`MAX_URL`] bytes and, unless
+/// Checks a webhook URL: absolute `http` or `https` (the latter in a build with the default
+/// `webhook-tls` feature) with a host, no credentials, no fragment, at most [`MAX_URL`] bytes and, unless
 /// `allow_private`, no host that is a non-public address or `localhost`.
 pub fn validate_url(url: &str, allow_private: bool) -> Result<(), String> {
     if url.len() > MAX_URL {

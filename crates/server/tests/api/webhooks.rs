@@ -452,7 +452,17 @@ async fn by_default_webhooks_cannot_point_inside_the_servers_network() {
         );
         assert_eq!(get_webhook(&mut client, &match_id, &token).await.url, "");
     }
-    // A public host name is accepted (its addresses are checked again at each delivery).
+    // A public host name is accepted (its addresses are checked again at each delivery), over
+    // TLS too in the default build.
+    let secure = set_webhook(
+        &mut client,
+        &match_id,
+        &token,
+        "https://game.example/hooks/turn",
+    )
+    .await
+    .map(|_| ());
+    assert_eq!(secure.is_ok(), cfg!(feature = "webhook-tls"), "{secure:?}");
     let public = "http://game.example/hooks/turn";
     set_webhook(&mut client, &match_id, &token, public)
         .await
