@@ -180,18 +180,24 @@ async fn run_acts(
         ("", "")
     };
     println!(
-        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | raw inserts/s | raw p50 | raw p99 | acts/raw |{floor_head}"
+        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | server CPU per act | raw inserts/s | raw p50 | raw p99 | acts/raw |{floor_head}"
     );
-    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|{floor_rule}");
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|{floor_rule}");
     for &c in clients {
         let mut played = acts::Played::default();
         let mut raw_step = stats::Step::default();
         let mut checks = stats::Step::default();
+        let mut server_cpu = Some(Duration::ZERO);
         for round in 0..rounds.max(1) {
             if let Some(url) = &raw_url {
                 raw_step.append(raw::inserts(url, c, cli.db_connections, window).await?);
             }
+            let cpu_before = server.cpu_time();
             let one = acts::play(&server.grpc, c, window, seed ^ round as u64).await?;
+            server_cpu = match (server_cpu, cpu_before, server.cpu_time()) {
+                (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
+                _ => None,
+            };
             played.acts.append(one.acts);
             played.matches += one.matches;
             played.finished += one.finished;
@@ -209,13 +215,19 @@ async fn run_acts(
             }
         };
         let ratio = to_raw(acts_rate);
+        let cpu_per_act = match server_cpu {
+            Some(cpu) if played.acts.ops > 0 => {
+                format!("{:.0} µs", cpu.as_secs_f64() * 1e6 / played.acts.ops as f64)
+            }
+            _ => "—".into(),
+        };
         let floor_cells = if floor {
             format!(" {:.0} | {} |", checks.rate(), to_raw(checks.rate()))
         } else {
             String::new()
         };
         println!(
-            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {:.0} | {:.1} ms | {:.1} ms | {ratio} |{floor_cells}",
+            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {cpu_per_act} | {:.0} | {:.1} ms | {:.1} ms | {ratio} |{floor_cells}",
             2 * c,
             played.matches,
             played.finished,

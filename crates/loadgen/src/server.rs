@@ -128,6 +128,19 @@ impl Server {
         Ok(kib * 1024)
     }
 
+    /// CPU time the server process has used so far (user and system, all threads), from
+    /// `/proc/<pid>/stat`; `None` when its pid is not known.
+    pub(crate) fn cpu_time(&self) -> Option<std::time::Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid?)).ok()?;
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        // utime and stime: fields 14 and 15 of the line, 12 and 13 after the name; in clock
+        // ticks, which Linux reports at 100 per second.
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        Some(std::time::Duration::from_millis(ticks * 10))
+    }
+
     /// The number of file descriptors the server holds open.
     pub(crate) fn open_fds(&self) -> Result<usize> {
         let pid = self.pid.context("the server's pid is not known")?;
