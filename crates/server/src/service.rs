@@ -101,7 +101,13 @@ struct Live {
 }
 
 impl Live {
-    fn note_vacated(&mut self, event: &StoredEvent) {
+    /// What the cache keeps of each event besides the state: its request id, and a seat a
+    /// player left.
+    fn note(&mut self, event: &StoredEvent) {
+        if let Some(request_id) = &event.request_id {
+            self.request_ids
+                .insert(request_id.clone(), (event.actor, event.seq));
+        }
         if event.kind == kinds::LEFT
             && let Ok(seat) = payload_seat(event)
             && !self.vacated.contains(&seat)
@@ -118,7 +124,7 @@ impl Live {
 }
 
 /// `(seat, due at)` for each awaited human seat of an active match with a turn timeout.
-type Deadlines = Vec<(u8, DateTime<Utc>)>;
+pub type Deadlines = Vec<(u8, DateTime<Utc>)>;
 
 /// One appended event, as broadcast to watchers.
 #[derive(Debug)]
@@ -128,7 +134,7 @@ pub struct Update {
     /// The state, the match row and the deadlines right after the event.
     pub state: Box<dyn MatchState>,
     pub record: MatchRecord,
-    pub deadlines: Vec<(u8, DateTime<Utc>)>,
+    pub deadlines: Deadlines,
     /// The seed when the match is over and this server had read it.
     pub seed: Option<[u8; 32]>,
 }
@@ -387,6 +393,18 @@ fn next_deadlines(
         .collect()
 }
 
+/// A watch's catch-up result, except that a store that cannot be reached now is not an error:
+/// the stream stays open (not over), and the next wake-up or tick tries again.
+fn retry_later(id: MatchId, caught_up: ApiResult<bool>) -> ApiResult<bool> {
+    match caught_up {
+        Err(ApiError::Unavailable(detail)) => {
+            tracing::debug!(match_id = %id, %detail, "watch catch-up failed; will retry");
+            Ok(false)
+        }
+        done => done,
+    }
+}
+
 /// Who the game awaited in a match with this status: nobody until it starts.
 fn awaited(status: MatchStatus, state: &dyn MatchState) -> SeatSet {
     if status == MatchStatus::Active {
@@ -460,17 +478,6 @@ impl Service {
         cache.entry(id).or_default().clone()
     }
 
-    /// The match, locked, as this server last knew it (loaded from the store if it was not
-    /// cached, and then `true`).
-    async fn cached(&self, id: MatchId) -> ApiResult<(OwnedMutexGuard<Option<Live>>, bool)> {
-        let mut guard = self.slot(id).lock_owned().await;
-        if guard.is_some() {
-            return Ok((guard, false));
-        }
-        *guard = Some(self.load(id).await?);
-        Ok((guard, true))
-    }
-
     /// The match, locked and brought up to the store's current version.
     async fn current(&self, id: MatchId) -> ApiResult<OwnedMutexGuard<Option<Live>>> {
         let mut guard = self.slot(id).lock_owned().await;
@@ -501,8 +508,8 @@ impl Service {
         Ok(guard)
     }
 
-    /// The match, locked, for a change: as cached while `fresh` is false (which then says
-    /// whether it was just loaded, and so is current), brought up to date once it is true.
+    /// The match, locked, for a change: as this server last knew it while `fresh` is false
+    /// (loading it, when not cached, makes it fresh), brought up to date once it is true.
     async fn for_write(
         &self,
         id: MatchId,
@@ -511,8 +518,11 @@ impl Service {
         if *fresh {
             return self.current(id).await;
         }
-        let (guard, loaded) = self.cached(id).await?;
-        *fresh = loaded;
+        let mut guard = self.slot(id).lock_owned().await;
+        if guard.is_none() {
+            *guard = Some(self.load(id).await?);
+            *fresh = true;
+        }
         Ok(guard)
     }
 
@@ -521,11 +531,7 @@ impl Service {
         event: &StoredEvent,
     ) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
         let observations = fold(live.state.as_mut(), event)?;
-        if let Some(request_id) = &event.request_id {
-            live.request_ids
-                .insert(request_id.clone(), (event.actor, event.seq));
-        }
-        live.note_vacated(event);
+        live.note(event);
         advance_record(&mut live.record, event, live.state.as_ref())?;
         live.deadlines = next_deadlines(&live.deadlines, &live.record, live.state.as_ref(), event);
         Ok(observations)
@@ -561,11 +567,7 @@ impl Service {
         for event in &loaded.events {
             let observations = fold(live.state.as_mut(), event)?;
             drop(observations);
-            if let Some(request_id) = &event.request_id {
-                live.request_ids
-                    .insert(request_id.clone(), (event.actor, event.seq));
-            }
-            live.note_vacated(event);
+            live.note(event);
         }
         // The store's row is authoritative for seats and status, its turns for deadlines (the
         // events that started them may be older than the snapshot).
@@ -1797,9 +1799,12 @@ impl Service {
         tokio::spawn(async move {
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
-                let mut over = service
-                    .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx, Some(record))
-                    .await?;
+                let mut over = retry_later(
+                    id,
+                    service
+                        .catch_up(id, game.as_ref(), viewer, &mut last, &tx, Some(record))
+                        .await,
+                )?;
                 let mut recheck =
                     tokio::time::interval_at(tokio::time::Instant::now() + period, period);
                 recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -1841,9 +1846,12 @@ impl Service {
                         }
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             // Events this stream was not handed: read them from the store.
-                            over = service
-                                .catch_up_or_wait(id, game.as_ref(), viewer, &mut last, &tx, None)
-                                .await?;
+                            over = retry_later(
+                                id,
+                                service
+                                    .catch_up(id, game.as_ref(), viewer, &mut last, &tx, None)
+                                    .await,
+                            )?;
                             recheck.reset();
                         }
                         Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -1857,26 +1865,6 @@ impl Service {
             }
         });
         Ok(rx)
-    }
-
-    /// [`Service::catch_up`], except that a store that cannot be reached now is not an error:
-    /// the stream stays open, and the next wake-up or tick tries again.
-    async fn catch_up_or_wait(
-        &self,
-        id: MatchId,
-        game: &dyn GameKind,
-        viewer: Viewer,
-        last: &mut u64,
-        tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
-        read: Option<MatchRecord>,
-    ) -> ApiResult<bool> {
-        match self.catch_up(id, game, viewer, last, tx, read).await {
-            Err(ApiError::Unavailable(detail)) => {
-                tracing::debug!(match_id = %id, %detail, "watch catch-up failed; will retry");
-                Ok(false)
-            }
-            done => done,
-        }
     }
 
     /// Sends every update after `last` from the store; returns whether the match is over.

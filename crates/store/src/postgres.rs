@@ -286,15 +286,22 @@ pub(crate) async fn create_match(
     }
 }
 
-/// The match row and its seats in one statement: one row per seat, the match's columns repeated.
 pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
+    read_match(pool, id).await
+}
+
+/// The match row and its seats in one statement: one row per seat, the match's columns repeated.
+async fn read_match<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: MatchId,
+) -> Result<MatchRecord, StoreError> {
     let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
         "SELECT m.*, s.seat, s.player, s.token_hash, s.bot
          FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
          LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
     ))
     .bind(id.to_string())
-    .fetch_all(pool)
+    .fetch_all(executor)
     .await
     .map_err(StoreError::from_sqlx)?;
     MatchSeatRow::into_record(rows).ok_or(StoreError::NotFound(id))?
@@ -722,21 +729,7 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
         .map_err(StoreError::from_sqlx)?;
-    let row: Option<MatchRow> =
-        sqlx::query_as(&format!("{MATCH_SELECT} WHERE m.match_id = $1::uuid"))
-            .bind(id.to_string())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(StoreError::from_sqlx)?;
-    let row = row.ok_or(StoreError::NotFound(id))?;
-    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
-        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = $1::uuid ORDER BY seat"
-    ))
-    .bind(id.to_string())
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(StoreError::from_sqlx)?;
-    let record = row.into_record(&seats)?;
+    let record = read_match(&mut *tx, id).await?;
     let snapshot: Option<SnapshotRow> = sqlx::query_as(
         "SELECT seq, rules_version, state::text AS state FROM snapshots
          WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
