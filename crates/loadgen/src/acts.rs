@@ -108,6 +108,7 @@ async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Pla
                 }),
                 seat_count: 2,
                 turn_timeout_secs: None,
+                turn_reminder_secs: None,
                 bots: Vec::new(),
             })
             .await?

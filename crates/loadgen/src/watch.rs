@@ -55,6 +55,7 @@ pub(crate) async fn run(
                         }),
                         seat_count: 2,
                         turn_timeout_secs: None,
+                        turn_reminder_secs: None,
                         bots: Vec::new(),
                     })
                     .await?

@@ -58,6 +58,9 @@ pub fn stored_event(
             if let Some(secs) = c.turn_timeout_secs {
                 payload["turn_timeout_secs"] = json!(secs);
             }
+            if let Some(secs) = c.turn_reminder_secs {
+                payload["turn_reminder_secs"] = json!(secs);
+            }
             if !c.bots.is_empty() {
                 payload["bots"] = c
                     .bots

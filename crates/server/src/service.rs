@@ -306,42 +306,64 @@ fn fold(
         })
 }
 
-/// The pending turns of a match with these seats and turn timeout once it has `status` and
-/// `state` after an event at `at`: every
-/// awaited seat played by a bot (due at once) or, when the match has a turn timeout, by a
-/// human (due `at` + the timeout). `before` is who was awaited before the event and `actor` the
-/// seat that acted in it: a seat awaited before and after that did not act keeps its deadline.
+/// A match's turn clock: how long a seat has to act, and how long before the end its webhook
+/// is reminded.
+#[derive(Debug, Clone, Copy, Default)]
+struct Timing {
+    timeout_secs: Option<u32>,
+    reminder_secs: Option<u32>,
+}
+
+impl Timing {
+    fn of(record: &MatchRecord) -> Timing {
+        Timing {
+            timeout_secs: record.turn_timeout_secs,
+            reminder_secs: record.turn_reminder_secs,
+        }
+    }
+}
+
+/// The pending turns of a match with these seats and timing once it has `status` and `state`
+/// after an event at `at`: every awaited seat played by a bot (due at once) or, when the match
+/// has a turn timeout, by a human (due `at` + the timeout, reminded `turn_reminder_secs`
+/// earlier). `before` is who was awaited before the event and `actor` the seat that acted in
+/// it: a seat awaited before and after that did not act keeps its deadline (and reminder).
 /// `None` for a match with neither deadlines nor bots, whose appends then write no turns.
 fn pending_turns(
-    record: (&[SeatRecord], Option<u32>),
+    seats: &[SeatRecord],
+    timing: Timing,
     status: MatchStatus,
     state: &dyn MatchState,
     before: SeatSet,
     actor: Option<u8>,
     at: DateTime<Utc>,
 ) -> Option<Vec<PendingTurn>> {
-    let (seats, turn_timeout_secs) = record;
-    if turn_timeout_secs.is_none() && seats.iter().all(|s| s.bot.is_none()) {
+    if timing.timeout_secs.is_none() && seats.iter().all(|s| s.bot.is_none()) {
         return None;
     }
     if status != MatchStatus::Active {
         return Some(Vec::new());
     }
-    let timeout = turn_timeout_secs.map(|secs| chrono::Duration::seconds(i64::from(secs)));
+    let secs = |secs: u32| chrono::Duration::seconds(i64::from(secs));
+    let timeout = timing.timeout_secs.map(secs);
+    let reminder = timing.reminder_secs.map(secs);
     Some(
         state
             .awaiting()
             .iter()
             .filter_map(|seat| {
                 let bot = seats.get(usize::from(seat))?.bot.clone();
-                let due_at = match (&bot, timeout) {
-                    (Some(_), _) => at,
-                    (None, Some(timeout)) => at + timeout,
+                let (due_at, remind_at) = match (&bot, timeout) {
+                    (Some(_), _) => (at, None),
+                    (None, Some(timeout)) => {
+                        (at + timeout, reminder.map(|early| at + timeout - early))
+                    }
                     (None, None) => return None,
                 };
                 Some(PendingTurn {
                     seat,
                     due_at,
+                    remind_at,
                     bot,
                     continues: before.contains(seat) && actor != Some(seat),
                 })
@@ -439,7 +461,7 @@ impl Service {
     }
 
     /// Tells the delivery worker that an append queued webhook notifications.
-    fn wake_webhooks(&self, queued: bool) {
+    pub(crate) fn wake_webhooks(&self, queued: bool) {
         if queued {
             self.webhook_wake.notify_one();
         }
@@ -657,6 +679,7 @@ impl Service {
             options: Some(game.options_to_proto(&record.config, over)?),
             fixed_deck: game.fixed_deck(&record.config),
             turn_timeout_secs: record.turn_timeout_secs,
+            turn_reminder_secs: record.turn_reminder_secs,
             seed_commitment: hex::encode(record.seed_hash),
             seed,
             version: record.version,
@@ -742,6 +765,22 @@ impl Service {
         if req.turn_timeout_secs == Some(0) {
             return Err(ApiError::invalid("turnTimeoutSecs must be at least 1"));
         }
+        if let Some(early) = req.turn_reminder_secs {
+            match req.turn_timeout_secs {
+                None => {
+                    return Err(ApiError::invalid(
+                        "turnReminderSecs needs turnTimeoutSecs: a reminder comes before a deadline",
+                    ));
+                }
+                Some(timeout) if early == 0 || early >= timeout => {
+                    return Err(ApiError::invalid(format!(
+                        "turnReminderSecs must be from 1 to {} (less than turnTimeoutSecs)",
+                        timeout - 1
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
         let seed = auth::random_bytes()?;
         let seed_hash: [u8; 32] = Sha256::digest(seed).into();
         let now = self.settings.clock.now();
@@ -752,6 +791,9 @@ impl Service {
         });
         if let Some(secs) = req.turn_timeout_secs {
             payload["turn_timeout_secs"] = json!(secs);
+        }
+        if let Some(secs) = req.turn_reminder_secs {
+            payload["turn_reminder_secs"] = json!(secs);
         }
         let mut bot_seats = std::collections::BTreeMap::new();
         for bot in &req.bots {
@@ -805,7 +847,11 @@ impl Service {
             })
             .collect();
         let turns = pending_turns(
-            (&all_seats, req.turn_timeout_secs),
+            &all_seats,
+            Timing {
+                timeout_secs: req.turn_timeout_secs,
+                reminder_secs: req.turn_reminder_secs,
+            },
             status,
             state.as_ref(),
             SeatSet::EMPTY,
@@ -825,6 +871,7 @@ impl Service {
                     seed,
                     seed_hash,
                     turn_timeout_secs: req.turn_timeout_secs,
+                    turn_reminder_secs: req.turn_reminder_secs,
                     created_at: now,
                     start: MatchUpdate {
                         status: Some(status),
@@ -1008,7 +1055,8 @@ impl Service {
                     bot: None,
                 }],
                 turns: pending_turns(
-                    (&live.record.seats, live.record.turn_timeout_secs),
+                    &live.record.seats,
+                    Timing::of(&live.record),
                     status,
                     live.state.as_ref(),
                     SeatSet::EMPTY,
@@ -1303,7 +1351,8 @@ impl Service {
                 MatchStatus::Active
             };
             let turns = pending_turns(
-                (&live.record.seats, live.record.turn_timeout_secs),
+                &live.record.seats,
+                Timing::of(&live.record),
                 status,
                 next.as_ref(),
                 before,
@@ -1451,7 +1500,8 @@ impl Service {
             };
             // Nobody is awaited any more, whether the seat is freed or the match abandoned.
             let turns = pending_turns(
-                (&live.record.seats, live.record.turn_timeout_secs),
+                &live.record.seats,
+                Timing::of(&live.record),
                 MatchStatus::Abandoned,
                 live.state.as_ref(),
                 SeatSet::EMPTY,
@@ -1576,6 +1626,7 @@ impl Service {
                 next_attempt_at: d.next_attempt_at.map(timestamp),
                 last_status: d.last_status.map(u32::from),
                 last_error: d.last_error.unwrap_or_default(),
+                r#type: d.key.kind.as_str().to_owned(),
             })
             .collect();
         Ok(pb::GetWebhookResponse { url, deliveries })
@@ -1689,6 +1740,7 @@ impl Service {
             seat_count: payload["seat_count"].as_u64().unwrap_or_default() as u32,
             fixed_deck: payload["fixed_deck"].as_bool().unwrap_or_default(),
             turn_timeout_secs: payload["turn_timeout_secs"].as_u64().map(|s| s as u32),
+            turn_reminder_secs: payload["turn_reminder_secs"].as_u64().map(|s| s as u32),
             bots: payload["bots"]
                 .as_array()
                 .into_iter()

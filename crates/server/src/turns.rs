@@ -1,4 +1,5 @@
-//! The turn worker: plays the turns the server owes, in every replica.
+//! The turn worker: plays the turns the server owes, in every replica, and queues the
+//! reminders of deadlines that are near.
 //!
 //! Pending turns live in the store (see [`missive_store::PendingTurn`]): a human seat's turn
 //! deadline, or a bot seat's turn. Each server polls for due ones, claims a batch under a
@@ -11,6 +12,9 @@
 //! due, and a claim only leases it. A server that dies mid-turn leaves its lease to expire;
 //! the turn is then claimed again, and the append's version check and request id make sure
 //! it is applied at most once.
+//!
+//! A reminder is a pending turn's `remind_at`: the store clears it and queues the webhook
+//! notification in one transaction, so it is queued at most once whichever replica sees it.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -45,7 +49,16 @@ pub async fn run(
                     break;
                 }
             };
-            let full = claimed.len() == BATCH as usize;
+            let mut full = claimed.len() == BATCH as usize;
+            match service.store().queue_reminders(now, BATCH).await {
+                Ok(queued) => {
+                    service.wake_webhooks(queued > 0);
+                    full |= queued == BATCH;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "queueing reminders failed; retrying at the next poll")
+                }
+            }
             let mut plays = tokio::task::JoinSet::new();
             for turn in claimed {
                 let service = service.clone();

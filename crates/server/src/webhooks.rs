@@ -1,7 +1,8 @@
 //! "Your turn" webhooks: URL validation, payload signing and the delivery worker.
 //!
 //! Notifications are queued by the store in the same statement as the event that makes a seat
-//! awaited (see `missive_store`'s outbox). One worker runs per server: it claims due rows
+//! awaited (see `missive_store`'s outbox), and reminders before a deadline by the turn worker
+//! (`turns.rs`). One worker runs per server: it claims due rows
 //! under a lease (so any number of replicas share the queue without delivering a row twice at
 //! the same time), POSTs each body signed with the seat's secret, and records the outcome:
 //! 2xx is delivered; anything else is retried after an exponential back-off with jitter, up to
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use hmac::{Hmac, Mac};
-use missive_store::{Attempt, Delivery, Store};
+use missive_store::{Attempt, Delivery, DeliveryKey, NotificationKind, Store};
 use sha2::Sha256;
 use tokio::sync::{Notify, watch};
 
@@ -29,7 +30,8 @@ use tokio::sync::{Notify, watch};
 pub const TIMESTAMP_HEADER: &str = "x-missive-timestamp";
 /// `sha256=<hex HMAC-SHA256(secret, timestamp "." body)>`.
 pub const SIGNATURE_HEADER: &str = "x-missive-signature";
-/// `<match id>/<version>/<seat>`: the same on every attempt at one notification.
+/// `<match id>/<version>/<seat>`, and `/turn_reminder` after it for a reminder: the same on
+/// every attempt at one notification (see [`delivery_id`]).
 pub const DELIVERY_HEADER: &str = "x-missive-delivery";
 /// The longest webhook URL accepted, in bytes.
 pub const MAX_URL: usize = 2048;
@@ -184,6 +186,15 @@ impl reqwest::dns::Resolve for PublicOnly {
     }
 }
 
+/// The [`DELIVERY_HEADER`] of a notification: one id per outbox row, the same on every attempt.
+pub fn delivery_id(key: &DeliveryKey) -> String {
+    let id = format!("{}/{}/{}", key.match_id, key.seq, key.seat);
+    match key.kind {
+        NotificationKind::YourTurn => id,
+        kind => format!("{id}/{}", kind.as_str()),
+    }
+}
+
 /// The signature header's value for `body` sent at `timestamp` (unix seconds).
 pub fn sign(secret: &[u8; 32], timestamp: i64, body: &str) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret).expect("HMAC takes any key size");
@@ -300,10 +311,7 @@ async fn deliver(store: &Store, client: &reqwest::Client, settings: &Settings, d
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(TIMESTAMP_HEADER, timestamp.to_string())
                 .header(SIGNATURE_HEADER, sign(&secret, timestamp, &d.body))
-                .header(
-                    DELIVERY_HEADER,
-                    format!("{}/{}/{}", d.key.match_id, d.key.seq, d.key.seat),
-                )
+                .header(DELIVERY_HEADER, delivery_id(&d.key))
                 .body(d.body.clone())
                 .send()
                 .await;

@@ -51,6 +51,7 @@ fn new_match() -> NewMatch {
         seed: [1; 32],
         seed_hash: [2; 32],
         turn_timeout_secs: None,
+        turn_reminder_secs: None,
         created_at: Utc::now(),
         start: MatchUpdate::default(),
     }

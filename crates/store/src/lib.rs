@@ -69,7 +69,8 @@ pub use batch::GroupCommit;
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
 pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 pub use outbox::{
-    Attempt, Delivery, DeliveryKey, DeliveryRecord, REMOVED, Webhook, your_turn_body,
+    Attempt, Delivery, DeliveryKey, DeliveryRecord, NotificationKind, REMOVED, Webhook,
+    turn_reminder_body, your_turn_body,
 };
 
 /// A match's identifier; also the distribution key of every table.
@@ -146,6 +147,8 @@ pub struct NewMatch {
     pub seed_hash: [u8; 32],
     /// Time a seat has to act, if the match has turn deadlines.
     pub turn_timeout_secs: Option<u32>,
+    /// How long before a deadline the seat's webhook gets a reminder, if it does.
+    pub turn_reminder_secs: Option<u32>,
     /// Creation time (also `updated_at` of the new row).
     pub created_at: DateTime<Utc>,
     /// Written with the match: seats taken at creation (by bots), the status (`None`: open)
@@ -174,6 +177,8 @@ pub struct MatchRecord {
     pub seed_hash: [u8; 32],
     /// Time a seat has to act, if any.
     pub turn_timeout_secs: Option<u32>,
+    /// How long before a deadline the seat's webhook gets a reminder, if it does.
+    pub turn_reminder_secs: Option<u32>,
     /// Creation time.
     pub created_at: DateTime<Utc>,
     /// Time of the last change.
@@ -259,11 +264,14 @@ pub struct PendingTurn {
     pub seat: u8,
     /// When the server acts for the seat.
     pub due_at: DateTime<Utc>,
+    /// When the seat's webhook gets a reminder (a human seat's deadline, when the match sets
+    /// reminders); see [`Store::queue_reminders`].
+    pub remind_at: Option<DateTime<Utc>>,
     /// The bot's strategy, for a bot seat.
     pub bot: Option<String>,
     /// The seat was awaited before this append too and did not act in it: a stored pending
-    /// turn keeps its `due_at` (the deadline runs from when the seat became awaited), and
-    /// `due_at` here applies only when there is none.
+    /// turn keeps its `due_at` and `remind_at` (the deadline runs from when the seat became
+    /// awaited, and a reminder sent is not sent again), and these apply only when there is none.
     pub continues: bool,
 }
 
@@ -278,6 +286,8 @@ pub struct TurnRecord {
     pub version: u64,
     /// When the server acts for the seat.
     pub due_at: DateTime<Utc>,
+    /// When the seat's webhook gets a reminder; `None` once queued, or with no reminder.
+    pub remind_at: Option<DateTime<Utc>>,
     /// The bot's strategy, for a bot seat; `None` for a human seat's deadline.
     pub bot: Option<String>,
     /// Set while a server has claimed the turn; after it, another server may claim it again.
@@ -634,6 +644,17 @@ impl Store {
         match &self.backend {
             Backend::Postgres(pg) => turns::pg_drop(&pg.pool, id, seat, version).await,
             Backend::Sqlite(pool) => turns::sqlite_drop(pool, id, seat, version).await,
+        }
+    }
+
+    /// Queues the reminders due at `now`, at most `limit`: each pending turn whose `remind_at`
+    /// has passed gets it cleared and, if its seat has a webhook and its deadline is still
+    /// ahead, a "turn_reminder" notification in the outbox, in one transaction. Concurrent
+    /// callers (other replicas) never queue one reminder twice. Returns how many were queued.
+    pub async fn queue_reminders(&self, now: DateTime<Utc>, limit: u32) -> Result<u32, StoreError> {
+        match &self.backend {
+            Backend::Postgres(pg) => turns::pg_remind(&pg.pool, now, limit).await,
+            Backend::Sqlite(pool) => turns::sqlite_remind(pool, now, limit).await,
         }
     }
 

@@ -47,7 +47,37 @@ impl std::fmt::Debug for Webhook {
     }
 }
 
-/// Identifies one outbox row: the event that made `seat` awaited.
+/// What a notification tells its seat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NotificationKind {
+    /// The seat became awaited ([`your_turn_body`]).
+    YourTurn,
+    /// The seat's deadline is near ([`turn_reminder_body`]).
+    TurnReminder,
+}
+
+impl NotificationKind {
+    /// The name stored in the outbox and posted as the payload's `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotificationKind::YourTurn => "your_turn",
+            NotificationKind::TurnReminder => "turn_reminder",
+        }
+    }
+
+    fn parse(kind: &str) -> Result<Self, StoreError> {
+        match kind {
+            "your_turn" => Ok(NotificationKind::YourTurn),
+            "turn_reminder" => Ok(NotificationKind::TurnReminder),
+            other => Err(StoreError::Corrupt(format!(
+                "unknown notification kind {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Identifies one outbox row: a notification of `kind` to `seat`, about the event `seq` that
+/// made it awaited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeliveryKey {
     /// The match.
@@ -56,6 +86,8 @@ pub struct DeliveryKey {
     pub seq: u64,
     /// The seat notified.
     pub seat: u8,
+    /// What the notification says.
+    pub kind: NotificationKind,
 }
 
 /// A notification claimed for delivery.
@@ -139,6 +171,27 @@ pub fn your_turn_body(match_id: MatchId, seq: u64, seat: u8, at: DateTime<Utc>) 
     .to_string()
 }
 
+/// The payload posted to a seat's webhook at `at`, ahead of its deadline `due_at`, while it is
+/// awaited after event `seq` (the version to act on). Like [`your_turn_body`], it carries no
+/// game state.
+pub fn turn_reminder_body(
+    match_id: MatchId,
+    seq: u64,
+    seat: u8,
+    due_at: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> String {
+    json!({
+        "type": "turn_reminder",
+        "matchId": match_id.to_string(),
+        "seat": seat,
+        "version": seq,
+        "dueAt": due_at.to_rfc3339_opts(SecondsFormat::Micros, true),
+        "at": at.to_rfc3339_opts(SecondsFormat::Micros, true),
+    })
+    .to_string()
+}
+
 /// Times in the outbox tables, as integer microseconds since the epoch (SQLite stores them so;
 /// PostgreSQL converts in its queries).
 pub(crate) fn micros(at: DateTime<Utc>) -> i64 {
@@ -189,6 +242,7 @@ struct ClaimRow {
     match_id: String,
     seq: i64,
     seat: i64,
+    kind: String,
     url: String,
     body: String,
     attempts: i64,
@@ -202,6 +256,7 @@ impl ClaimRow {
                 match_id: parse_id(&self.match_id)?,
                 seq: seq(self.seq)?,
                 seat: small(self.seat, "seat")?,
+                kind: NotificationKind::parse(&self.kind)?,
             },
             url: self.url,
             body: self.body,
@@ -219,6 +274,7 @@ struct RecordRow {
     match_id: String,
     seq: i64,
     seat: i64,
+    kind: String,
     url: String,
     body: String,
     attempts: i64,
@@ -236,6 +292,7 @@ impl RecordRow {
                 match_id: parse_id(&self.match_id)?,
                 seq: seq(self.seq)?,
                 seat: small(self.seat, "seat")?,
+                kind: NotificationKind::parse(&self.kind)?,
             },
             url: self.url,
             body: self.body,
@@ -256,12 +313,12 @@ fn pg_us(column: &str) -> String {
 
 fn record_columns(pg: bool) -> String {
     if !pg {
-        return "match_id, seq, seat, url, body, attempts, next_attempt_at, delivered_at, \
+        return "match_id, seq, seat, kind, url, body, attempts, next_attempt_at, delivered_at, \
             last_status, last_error, created_at"
             .to_owned();
     }
     format!(
-        "match_id::text AS match_id, seq, seat::bigint AS seat, url, body, \
+        "match_id::text AS match_id, seq, seat::bigint AS seat, kind, url, body, \
          attempts::bigint AS attempts, {} AS next_attempt_at, {} AS delivered_at, \
          last_status::bigint AS last_status, last_error, {} AS created_at",
         pg_us("next_attempt_at"),
@@ -403,7 +460,7 @@ impl Store {
         let rows: Vec<ClaimRow> = match &self.backend {
             Backend::Postgres(pg) => sqlx::query_as(
                 "WITH due AS (
-                    SELECT match_id, seq, seat FROM webhook_outbox
+                    SELECT match_id, seq, seat, kind FROM webhook_outbox
                     WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= $1
                     ORDER BY next_attempt_at LIMIT $3
                     FOR UPDATE SKIP LOCKED
@@ -412,8 +469,9 @@ impl Store {
                 SET lease_until = $2, next_attempt_at = $2, url = COALESCE(w.url, o.url)
                 FROM due LEFT JOIN webhooks w ON w.match_id = due.match_id AND w.seat = due.seat
                 WHERE o.match_id = due.match_id AND o.seq = due.seq AND o.seat = due.seat
-                RETURNING o.match_id::text AS match_id, o.seq, o.seat::bigint AS seat, o.url,
-                    o.body, o.attempts::bigint AS attempts, w.secret",
+                    AND o.kind = due.kind
+                RETURNING o.match_id::text AS match_id, o.seq, o.seat::bigint AS seat, o.kind,
+                    o.url, o.body, o.attempts::bigint AS attempts, w.secret",
             )
             .bind(crate::truncate_to_micros(now))
             .bind(crate::truncate_to_micros(lease_until))
@@ -428,7 +486,7 @@ impl Store {
                     .await
                     .map_err(StoreError::from_sqlx)?;
                 let rows: Vec<ClaimRow> = sqlx::query_as(
-                    "SELECT o.match_id, o.seq, o.seat, COALESCE(w.url, o.url) AS url, o.body,
+                    "SELECT o.match_id, o.seq, o.seat, o.kind, COALESCE(w.url, o.url) AS url, o.body,
                         o.attempts, w.secret
                      FROM webhook_outbox o
                      LEFT JOIN webhooks w ON w.match_id = o.match_id AND w.seat = o.seat
@@ -443,13 +501,14 @@ impl Store {
                 for row in &rows {
                     sqlx::query(
                         "UPDATE webhook_outbox SET lease_until = ?1, next_attempt_at = ?1, url = ?2
-                         WHERE match_id = ?3 AND seq = ?4 AND seat = ?5",
+                         WHERE match_id = ?3 AND seq = ?4 AND seat = ?5 AND kind = ?6",
                     )
                     .bind(micros(lease_until))
                     .bind(&row.url)
                     .bind(&row.match_id)
                     .bind(row.seq)
                     .bind(row.seat)
+                    .bind(&row.kind)
                     .execute(&mut *tx)
                     .await
                     .map_err(StoreError::from_sqlx)?;
@@ -485,7 +544,7 @@ impl Store {
         };
         let sql = "UPDATE webhook_outbox SET attempts = attempts + 1, delivered_at = $1,
                 next_attempt_at = $2, lease_until = NULL, last_status = $3, last_error = $4
-            WHERE match_id = $5 AND seq = $6 AND seat = $7 AND delivered_at IS NULL";
+            WHERE match_id = $5 AND seq = $6 AND seat = $7 AND kind = $8 AND delivered_at IS NULL";
         let result = match &self.backend {
             Backend::Postgres(pg) => sqlx::query(&sql.replace("$5", "$5::uuid"))
                 .bind(delivered)
@@ -495,6 +554,7 @@ impl Store {
                 .bind(key.match_id.to_string())
                 .bind(to_i64(key.seq)?)
                 .bind(i16::from(key.seat))
+                .bind(key.kind.as_str())
                 .execute(&pg.pool)
                 .await
                 .map(drop),
@@ -506,6 +566,7 @@ impl Store {
                 .bind(key.match_id.to_string())
                 .bind(to_i64(key.seq)?)
                 .bind(i16::from(key.seat))
+                .bind(key.kind.as_str())
                 .execute(pool)
                 .await
                 .map(drop),
@@ -526,7 +587,7 @@ impl Store {
                 sqlx::query_as(&format!(
                     "SELECT {} FROM webhook_outbox
                  WHERE match_id = $1::uuid AND ($2::smallint IS NULL OR seat = $2)
-                 ORDER BY seq DESC, seat LIMIT $3",
+                 ORDER BY seq DESC, seat, kind LIMIT $3",
                     record_columns(true)
                 ))
                 .bind(id.to_string())
@@ -539,7 +600,7 @@ impl Store {
                 sqlx::query_as(&format!(
                     "SELECT {} FROM webhook_outbox
                  WHERE match_id = ?1 AND (?2 IS NULL OR seat = ?2)
-                 ORDER BY seq DESC, seat LIMIT ?3",
+                 ORDER BY seq DESC, seat, kind LIMIT ?3",
                     record_columns(false)
                 ))
                 .bind(id.to_string())

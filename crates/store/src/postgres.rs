@@ -118,7 +118,8 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
 /// The match row with its head: `version` is the last event's seq (read backwards through the
 /// events primary key), and `updated_at` the later of the row's last write and that event's time.
 const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.config::text AS config, \
-    m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, m.created_at, \
+    m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, \
+    m.turn_reminder_secs, m.created_at, \
     GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
     FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
         WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
@@ -211,8 +212,9 @@ pub(crate) async fn create_match(
     let result = sqlx::query(
         "WITH m AS (
             INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
-                seed_hash, turn_timeout_secs, version, last_hash, created_at, updated_at)
-            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $21, $6, $7, $8, $9, $10, $11, $11)
+                seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
+                updated_at)
+            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $21, $6, $7, $8, $30, $9, $10, $11, $11)
             RETURNING match_id
         ), s AS (
             INSERT INTO seats (match_id, seat, player, token_hash, bot)
@@ -221,9 +223,10 @@ pub(crate) async fn create_match(
             LEFT JOIN UNNEST($22::smallint[], $23::text[], $24::bytea[], $25::text[])
                 AS t(seat, player, token_hash, bot) ON t.seat = g.seat
         ), tn AS (
-            INSERT INTO turns (match_id, seat, version, due_at, bot)
-            SELECT m.match_id, t.seat, $9, t.due_at, t.bot
-            FROM m, UNNEST($26::smallint[], $27::timestamptz[], $28::text[]) AS t(seat, due_at, bot)
+            INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
+            SELECT m.match_id, t.seat, $9, t.due_at, t.bot, t.remind_at
+            FROM m, UNNEST($26::smallint[], $27::timestamptz[], $28::text[], $29::timestamptz[])
+                AS t(seat, due_at, bot, remind_at)
         ), e AS (
             INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
                 prev_hash, hash)
@@ -274,6 +277,11 @@ pub(crate) async fn create_match(
     .bind(&turns.seat)
     .bind(&turns.due_at)
     .bind(&turns.bot)
+    .bind(&turns.remind_at)
+    .bind(
+        m.turn_reminder_secs
+            .map(|t| i32::try_from(t).unwrap_or(i32::MAX)),
+    )
     .execute(&pg.pool)
     .await;
     match result {
@@ -492,19 +500,22 @@ const UPDATE_MATCH: &str = "m AS (
 /// The pending turns of an append (see [`crate::MatchUpdate::turns`]), written only if `h`
 /// holds a row, like [`UPDATE_MATCH`]: every other pending turn of the match is deleted, these
 /// are upserted as awaited after the append's last event, and a seat that stays awaited keeps
-/// its due time. A new version frees the lease, so the turn can be claimed again at once.
+/// its due time and reminder (or, once sent, none). A new version frees the lease, so the turn can be claimed again at once.
 const WRITE_TURNS: &str = "td AS (
         DELETE FROM turns WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
             AND NOT (seat = ANY($20::smallint[]))
     ), tu AS (
-        INSERT INTO turns (match_id, seat, version, due_at, bot)
-        SELECT $1::uuid, t.seat, $24, t.due_at, t.bot
-        FROM UNNEST($20::smallint[], $21::timestamptz[], $22::text[]) AS t(seat, due_at, bot)
+        INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
+        SELECT $1::uuid, t.seat, $24, t.due_at, t.bot, t.remind_at
+        FROM UNNEST($20::smallint[], $21::timestamptz[], $22::text[], $27::timestamptz[])
+            AS t(seat, due_at, bot, remind_at)
         WHERE EXISTS (SELECT 1 FROM h)
         ON CONFLICT (match_id, seat) DO UPDATE SET version = EXCLUDED.version,
             bot = EXCLUDED.bot, lease_until = NULL,
             due_at = CASE WHEN EXCLUDED.seat = ANY($23::smallint[]) THEN turns.due_at
-                ELSE EXCLUDED.due_at END
+                ELSE EXCLUDED.due_at END,
+            remind_at = CASE WHEN EXCLUDED.seat = ANY($23::smallint[]) THEN turns.remind_at
+                ELSE EXCLUDED.remind_at END
     )";
 
 /// The "your turn" notifications of an append: one outbox row per seat in `$25` (with its
@@ -643,6 +654,7 @@ async fn write(
             .bind(to_i64(version)?)
             .bind(notify_seats)
             .bind(notify_bodies)
+            .bind(turns.remind_at)
             .fetch_one(&pg.pool)
             .await
             .and_then(|row| {

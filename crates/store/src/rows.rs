@@ -18,6 +18,7 @@ pub(crate) struct MatchRow {
     pub(crate) status: String,
     pub(crate) seed_hash: Vec<u8>,
     pub(crate) turn_timeout_secs: Option<i32>,
+    pub(crate) turn_reminder_secs: Option<i32>,
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) updated_at: DateTime<Utc>,
     pub(crate) version: i64,
@@ -187,6 +188,13 @@ impl MatchRow {
                 .map(|t| {
                     u32::try_from(t)
                         .map_err(|_| StoreError::Corrupt("negative turn_timeout_secs".to_owned()))
+                })
+                .transpose()?,
+            turn_reminder_secs: self
+                .turn_reminder_secs
+                .map(|t| {
+                    u32::try_from(t)
+                        .map_err(|_| StoreError::Corrupt("negative turn_reminder_secs".to_owned()))
                 })
                 .transpose()?,
             created_at: self.created_at,

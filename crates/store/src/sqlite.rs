@@ -26,7 +26,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqli
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 const MATCH_COLUMNS: &str = "match_id, kind, config, rules_version, seat_count, status, \
-    seed_hash, turn_timeout_secs, created_at, updated_at, version";
+    seed_hash, turn_timeout_secs, turn_reminder_secs, created_at, updated_at, version";
 const SEAT_COLUMNS: &str = "match_id, seat, player, token_hash, bot";
 const EVENT_COLUMNS: &str = "seq, kind, actor, request_id, payload, at, prev_hash, hash";
 
@@ -104,8 +104,9 @@ pub(crate) async fn create_match(
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
     let inserted = sqlx::query(
         "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
-             seed_hash, turn_timeout_secs, version, last_hash, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
+             updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&id)
     .bind(&m.kind)
@@ -116,6 +117,7 @@ pub(crate) async fn create_match(
     .bind(m.seed.as_slice())
     .bind(m.seed_hash.as_slice())
     .bind(m.turn_timeout_secs.map(i64::from))
+    .bind(m.turn_reminder_secs.map(i64::from))
     .bind(to_i64(events.last().map_or(0, |e| e.seq))?)
     .bind(
         events

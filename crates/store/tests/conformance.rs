@@ -8,8 +8,9 @@ use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
 use missive_store::{
     Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate,
-    NewEvent, NewMatch, PendingTurn, REMOVED, SeatRecord, Snapshot, Store, StoreError,
-    StoreOptions, canonical_bytes, event_hash, truncate_to_micros, your_turn_body,
+    NewEvent, NewMatch, NotificationKind, PendingTurn, REMOVED, SeatRecord, Snapshot, Store,
+    StoreError, StoreOptions, canonical_bytes, event_hash, truncate_to_micros, turn_reminder_body,
+    your_turn_body,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -132,6 +133,7 @@ fn new_match(seats: u8) -> NewMatch {
         seed: [7; 32],
         seed_hash: [9; 32],
         turn_timeout_secs: Some(86_400),
+        turn_reminder_secs: Some(3_600),
         created_at: at(0),
         start: MatchUpdate::default(),
     }
@@ -172,6 +174,7 @@ mod checks {
         assert_eq!(record.version, 1);
         assert_eq!(record.seed_hash, [9; 32]);
         assert_eq!(record.turn_timeout_secs, Some(86_400));
+        assert_eq!(record.turn_reminder_secs, Some(3_600));
         assert_eq!(record.created_at, at(0) - Duration::from_nanos(789));
         assert_eq!(
             record.seats,
@@ -934,6 +937,7 @@ mod checks {
         PendingTurn {
             seat,
             due_at: at(due),
+            remind_at: None,
             bot: bot.map(str::to_owned),
             continues,
         }
@@ -1111,6 +1115,223 @@ mod checks {
         Ok(())
     }
 
+    /// Seat `seat`'s deadline at second `due`, reminded at second `remind`.
+    fn reminded(seat: u8, due: i64, remind: i64, continues: bool) -> PendingTurn {
+        PendingTurn {
+            remind_at: Some(at(remind)),
+            ..turn(seat, due, None, continues)
+        }
+    }
+
+    /// An update that makes the match's pending turns exactly `turns`.
+    fn turns(turns: Vec<PendingTurn>) -> MatchUpdate {
+        MatchUpdate {
+            turns: Some(turns),
+            ..MatchUpdate::default()
+        }
+    }
+
+    pub(super) async fn a_due_reminder_is_queued_once_for_a_seat_with_a_webhook(
+        h: &Harness,
+    ) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        // Seats 0 and 1 have webhooks, seat 2 has none; seat 1's deadline is already past when
+        // its reminder is looked at, so it is not worth sending.
+        h.store
+            .append(
+                id,
+                1,
+                vec![action(1, "r1", 1)],
+                turns(vec![
+                    reminded(0, 100, 50, false),
+                    reminded(1, 60, 40, false),
+                    reminded(2, 100, 50, false),
+                ]),
+            )
+            .await?;
+        let stored = h.store.turns(id).await?;
+        assert_eq!(
+            stored.iter().map(|t| t.remind_at).collect::<Vec<_>>(),
+            [50, 40, 50].map(|t| Some(truncate_to_micros(at(t)))),
+        );
+        assert_eq!(
+            h.store.queue_reminders(at(39), 10).await?,
+            0,
+            "none due yet"
+        );
+        assert!(h.store.deliveries(id, None, 10).await?.is_empty());
+        assert_eq!(h.store.queue_reminders(at(70), 10).await?, 1);
+        let rows = h.store.deliveries(id, None, 10).await?;
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        assert_eq!(
+            row.key,
+            DeliveryKey {
+                match_id: id,
+                seq: 2,
+                seat: 0,
+                kind: NotificationKind::TurnReminder,
+            }
+        );
+        assert_eq!(row.url, "http://a.example/hook");
+        assert_eq!(
+            row.body,
+            turn_reminder_body(
+                id,
+                2,
+                0,
+                truncate_to_micros(at(100)),
+                truncate_to_micros(at(50))
+            )
+        );
+        let body: serde_json::Value = serde_json::from_str(&row.body)?;
+        assert_eq!(body["type"], "turn_reminder");
+        assert_eq!(row.next_attempt_at, Some(truncate_to_micros(at(50))));
+        // Every due reminder was cleared, sent or not; none is queued again.
+        assert!(
+            h.store
+                .turns(id)
+                .await?
+                .iter()
+                .all(|t| t.remind_at.is_none())
+        );
+        assert_eq!(h.store.queue_reminders(at(80), 10).await?, 0);
+        assert_eq!(h.store.deliveries(id, None, 10).await?.len(), 1);
+        // The reminder is claimed and recorded apart from a "your turn" of the same event.
+        h.store
+            .append(id, 2, vec![action(1, "r2", 2)], notify(&[0]))
+            .await?;
+        let claimed = h.store.claim_deliveries(at(90), at(95), 10).await?;
+        assert_eq!(claimed.len(), 1, "only the reminder is due by then");
+        h.store
+            .record_delivery(claimed[0].key, &Attempt::Delivered { status: 204 }, at(91))
+            .await?;
+        let kinds: Vec<_> = h
+            .store
+            .deliveries(id, None, 10)
+            .await?
+            .iter()
+            .map(|r| (r.key.seq, r.key.kind, r.delivered_at.is_some()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (3, NotificationKind::YourTurn, false),
+                (2, NotificationKind::TurnReminder, true)
+            ]
+        );
+        Ok(())
+    }
+
+    pub(super) async fn a_seat_that_stays_awaited_keeps_its_reminder_or_its_absence(
+        h: &Harness,
+    ) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        h.store
+            .append(
+                id,
+                1,
+                vec![action(1, "r1", 1)],
+                turns(vec![reminded(0, 100, 50, false)]),
+            )
+            .await?;
+        // Seat 0 stays awaited while seat 1 acts: the stored reminder stands.
+        h.store
+            .append(
+                id,
+                2,
+                vec![action(1, "r2", 2)],
+                turns(vec![reminded(0, 300, 250, true)]),
+            )
+            .await?;
+        let stored = h.store.turns(id).await?;
+        assert_eq!(stored[0].remind_at, Some(truncate_to_micros(at(50))));
+        assert_eq!(h.store.queue_reminders(at(60), 10).await?, 1);
+        // Once sent, it is not rearmed by the next append that keeps the seat awaited...
+        h.store
+            .append(
+                id,
+                3,
+                vec![action(1, "r3", 3)],
+                turns(vec![reminded(0, 300, 250, true)]),
+            )
+            .await?;
+        assert_eq!(h.store.turns(id).await?[0].remind_at, None);
+        // ...but a new turn of the seat has a reminder of its own.
+        h.store
+            .append(
+                id,
+                4,
+                vec![action(0, "r4", 4)],
+                turns(vec![reminded(0, 400, 350, false)]),
+            )
+            .await?;
+        assert_eq!(
+            h.store.turns(id).await?[0].remind_at,
+            Some(truncate_to_micros(at(350)))
+        );
+        assert_eq!(h.store.queue_reminders(at(360), 10).await?, 1);
+        let seqs: Vec<_> = h
+            .store
+            .deliveries(id, None, 10)
+            .await?
+            .iter()
+            .map(|r| r.key.seq)
+            .collect();
+        // Each names the version the seat was awaited after when it fell due (act with it).
+        assert_eq!(seqs, vec![5, 3]);
+        Ok(())
+    }
+
+    pub(super) async fn concurrent_reminder_queuers_queue_each_reminder_once(
+        h: &Harness,
+    ) -> Result<()> {
+        const MATCHES: usize = 12;
+        let mut ids = Vec::new();
+        for _ in 0..MATCHES {
+            let id = match_with_webhooks(h).await?;
+            h.store
+                .append(
+                    id,
+                    1,
+                    vec![action(1, "r1", 1)],
+                    turns(vec![
+                        reminded(0, 100, 50, false),
+                        reminded(1, 100, 50, false),
+                    ]),
+                )
+                .await?;
+            ids.push(id);
+        }
+        let second_server = Store::connect(&h.url, options()).await?;
+        let mut tasks = tokio::task::JoinSet::new();
+        for w in 0..8 {
+            let store = if w % 2 == 0 {
+                h.store.clone()
+            } else {
+                second_server.clone()
+            };
+            tasks.spawn(async move {
+                let mut queued = 0;
+                loop {
+                    match store.queue_reminders(at(60), 3).await? {
+                        0 => return anyhow::Ok(queued),
+                        n => queued += n,
+                    }
+                }
+            });
+        }
+        let mut queued = 0;
+        while let Some(joined) = tasks.join_next().await {
+            queued += joined??;
+        }
+        assert_eq!(queued as usize, 2 * MATCHES, "every reminder queued once");
+        for id in ids {
+            assert_eq!(h.store.deliveries(id, None, 10).await?.len(), 2);
+        }
+        Ok(())
+    }
+
     pub(super) async fn concurrent_claimers_never_share_a_turn(h: &Harness) -> Result<()> {
         const TURNS: usize = 24;
         let mut ids = std::collections::BTreeSet::new();
@@ -1196,7 +1417,8 @@ mod checks {
             DeliveryKey {
                 match_id: id,
                 seq: 2,
-                seat: 0
+                seat: 0,
+                kind: NotificationKind::YourTurn,
             }
         );
         assert_eq!(row.url, "http://a.example/hook");
@@ -1476,6 +1698,9 @@ conformance!(
     pending_turns_are_written_with_their_event_and_replaced_by_the_next,
     due_turns_are_claimed_once_until_their_lease_expires,
     concurrent_claimers_never_share_a_turn,
+    a_due_reminder_is_queued_once_for_a_seat_with_a_webhook,
+    a_seat_that_stays_awaited_keeps_its_reminder_or_its_absence,
+    concurrent_reminder_queuers_queue_each_reminder_once,
     an_append_queues_notifications_for_the_awaited_seats_with_webhooks,
     claimed_deliveries_are_leased_retried_and_recorded,
     a_replaced_or_removed_webhook_redirects_or_cancels_its_queue,

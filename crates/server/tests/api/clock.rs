@@ -9,7 +9,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use missive_proto::v1 as pb;
 use missive_server::clock::Clock;
 use missive_server::service::{Caller, Service, Settings};
-use missive_store::{MatchId, Store, StoreOptions, StoredEvent};
+use missive_store::{DeliveryRecord, MatchId, NotificationKind, Store, StoreOptions, StoredEvent};
 use tokio::sync::watch;
 
 use crate::helpers::{Backend, ScratchDb, love_letter_options};
@@ -45,11 +45,13 @@ async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<S
     service
 }
 
-/// A two-seat Love Letter match with a turn timeout, both seats joined; its id and tokens.
-async fn start_match(service: &Service) -> (MatchId, Vec<String>) {
+/// A two-seat Love Letter match with a turn timeout (and a reminder that long before it, if
+/// given), both seats joined; its id and tokens.
+async fn start_match(service: &Service, reminder: Option<u32>) -> (MatchId, Vec<String>) {
     let created = service
         .create_match(pb::CreateMatchRequest {
             turn_timeout_secs: Some(TIMEOUT),
+            turn_reminder_secs: reminder,
             ..love_letter_options(2)
         })
         .await
@@ -164,7 +166,7 @@ async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before(backend: Back
     let clock = Clock::manual(start);
     let (stop_tx, stop) = watch::channel(false);
     let service = server(&url, &clock, &stop).await;
-    let (id, tokens) = start_match(&service).await;
+    let (id, tokens) = start_match(&service, None).await;
     let started = events(&service, id).await.len();
     let first = view(&service, id, &tokens[0]).await;
     let seat = first.awaiting[0];
@@ -218,7 +220,7 @@ async fn two_replicas_on_one_clock_play_each_deadline_once() {
     let (stop_tx, stop) = watch::channel(false);
     let a = server(&url, &clock, &stop).await;
     let b = server(&url, &clock, &stop).await;
-    let (id, tokens) = start_match(&a).await;
+    let (id, tokens) = start_match(&a, None).await;
     let mut expected = events(&a, id).await.len();
     let mut played = 0;
     for _ in 0..6 {
@@ -244,4 +246,86 @@ async fn two_replicas_on_one_clock_play_each_deadline_once() {
     let ids: std::collections::HashSet<_> = timeouts.iter().map(|e| &e.request_id).collect();
     assert_eq!(ids.len(), played);
     let _ = stop_tx.send(true);
+}
+
+/// The match's queued notifications, newest first.
+async fn outbox(service: &Service, id: MatchId) -> Vec<DeliveryRecord> {
+    service
+        .store()
+        .deliveries(id, None, 100)
+        .await
+        .expect("deliveries")
+}
+
+async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(backend: Backend) {
+    const EARLY: u32 = 15;
+    let (url, _db, _dir) = database(backend).await;
+    let start = Utc::now().trunc_subsecs(0);
+    let clock = Clock::manual(start);
+    let (stop_tx, stop) = watch::channel(false);
+    let service = server(&url, &clock, &stop).await;
+    let (id, tokens) = start_match(&service, Some(EARLY)).await;
+    let first = view(&service, id, &tokens[0]).await;
+    let seat = first.awaiting[0];
+    // Only the awaited seat has a webhook (no delivery worker runs here: the outbox is the
+    // record of what would be posted).
+    service
+        .set_webhook(
+            &Caller {
+                token: Some(tokens[seat as usize].clone()),
+            },
+            pb::SetWebhookRequest {
+                match_id: id.to_string(),
+                url: "https://hooks.example/turns".to_owned(),
+            },
+        )
+        .await
+        .expect("set webhook");
+    let deadline = start + secs(TIMEOUT);
+    let remind_at = deadline - secs(EARLY);
+
+    clock.advance((remind_at - start).to_std().expect("ahead") - Duration::from_micros(1));
+    tokio::time::sleep(POLL * 20).await;
+    assert!(outbox(&service, id).await.is_empty(), "no reminder yet");
+
+    clock.advance(Duration::from_micros(1));
+    let waited = Instant::now();
+    while outbox(&service, id).await.is_empty() && waited.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(POLL).await;
+    }
+    tokio::time::sleep(POLL * 20).await;
+    let queued = outbox(&service, id).await;
+    assert_eq!(queued.len(), 1, "one reminder: {queued:?}");
+    let reminder = &queued[0];
+    assert_eq!(reminder.key.kind, NotificationKind::TurnReminder);
+    assert_eq!(u32::from(reminder.key.seat), seat);
+    assert_eq!(reminder.key.seq, first.version);
+    let body: serde_json::Value = serde_json::from_str(&reminder.body).expect("json");
+    assert_eq!(body["type"], "turn_reminder");
+    assert_eq!(body["matchId"], id.to_string());
+    assert_eq!(body["version"], first.version);
+    let time = |field: &str| {
+        DateTime::parse_from_rfc3339(body[field].as_str().expect("a time")).expect("rfc 3339")
+    };
+    assert_eq!(time("dueAt"), deadline);
+    assert_eq!(time("at"), remind_at);
+
+    // The deadline still fires, and the seat awaited next (no webhook) is reminded of nothing.
+    let before = events(&service, id).await.len();
+    clock.advance((deadline - remind_at).to_std().expect("ahead"));
+    wait_for_events(&service, id, before + 1).await;
+    clock.advance(Duration::from_secs(TIMEOUT.into()) - Duration::from_secs(1));
+    tokio::time::sleep(POLL * 20).await;
+    assert_eq!(outbox(&service, id).await.len(), 1);
+    let _ = stop_tx.send(true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_postgres() {
+    a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_sqlite() {
+    a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Sqlite).await;
 }

@@ -444,6 +444,7 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
         }),
         seat_count: seats,
         turn_timeout_secs: None,
+        turn_reminder_secs: None,
         bots: Vec::new(),
     }
 }

@@ -281,6 +281,7 @@ async fn play_session(
     let created = client
         .create_match(pb::CreateMatchRequest {
             turn_timeout_secs: db.is_some().then_some(3600),
+            turn_reminder_secs: None,
             ..lopti_options(HANDS)
         })
         .await

@@ -22,20 +22,22 @@ async fn start_match(
     timeout: Option<u32>,
     bots: &[u32],
 ) -> (String, Vec<String>) {
-    start_match_with(client, seats, timeout, bots, "").await
+    start_match_with(client, seats, (timeout, None), bots, "").await
 }
 
-/// [`start_match`] with bots of the named strategy (empty: the default).
+/// [`start_match`] with a turn reminder (`timing` is the timeout and the reminder) and bots of
+/// the named strategy (empty: the default).
 async fn start_match_with(
     client: &mut MissiveClient<Channel>,
     seats: u32,
-    timeout: Option<u32>,
+    timing: (Option<u32>, Option<u32>),
     bots: &[u32],
     strategy: &str,
 ) -> (String, Vec<String>) {
     let created = client
         .create_match(pb::CreateMatchRequest {
-            turn_timeout_secs: timeout,
+            turn_timeout_secs: timing.0,
+            turn_reminder_secs: timing.1,
             bots: bots
                 .iter()
                 .map(|&seat| pb::BotSeat {
@@ -455,7 +457,10 @@ async fn a_deadline_survives_a_restart_on_sqlite() {
 async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend, strategy: &str) {
     let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
-    let (match_id, _) = start_match_with(&mut client, 3, None, &[0, 1, 2], strategy).await;
+    // Deadlines and reminders are for humans; bots play at once, and the match's settings are
+    // part of its audited log.
+    let timing = (Some(3600), Some(600));
+    let (match_id, _) = start_match_with(&mut client, 3, timing, &[0, 1, 2], strategy).await;
     let created = get_match(&mut client, &match_id).await;
     assert_eq!(
         created.status,
@@ -482,6 +487,10 @@ async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend, strategy: &st
         other => panic!("{other:?}"),
     };
     assert_eq!(created.bots.len(), 3);
+    assert_eq!(
+        (created.turn_timeout_secs, created.turn_reminder_secs),
+        timing
+    );
     for event in &log.events[1..] {
         assert_eq!(event.kind, "action", "bots play ordinary actions");
         let seat = event.actor.expect("the bot's seat");

@@ -1,6 +1,7 @@
 //! "Your turn" webhooks end to end: a local receiver on 127.0.0.1 gets signed notifications
-//! when its seat becomes awaited; failing receivers get retries with growing gaps and the
-//! delivery is recorded; bad registrations are refused; a removed webhook hears nothing.
+//! when its seat becomes awaited, and a reminder before its deadline when the match sets one;
+//! failing receivers get retries with growing gaps and the delivery is recorded; bad
+//! registrations are refused; a removed webhook hears nothing.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -410,6 +411,97 @@ async fn wait_for_record(
         assert!(Instant::now() < deadline, "not recorded: {record:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A match whose seats have 3 s to act and a reminder 2 s before the end: seat 0's receiver
+/// hears "your turn" when the seat becomes awaited (at once, or after seat 1's turn times out)
+/// and the reminder a second later, signed like any notification and recorded with its type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_is_reminded_before_its_deadline() {
+    const REMIND: Options = Options {
+        allow_fixed_deck: false,
+        env: &[
+            ("MISSIVE_WEBHOOK_POLL_MS", "40"),
+            ("MISSIVE_TURN_POLL_MS", "40"),
+        ],
+    };
+    let app = spawn_app_with(Backend::Postgres, REMIND).await;
+    let mut client = app.grpc().await;
+    let receiver = Receiver::start(0).await;
+    let match_id = client
+        .create_match(pb::CreateMatchRequest {
+            turn_timeout_secs: Some(3),
+            turn_reminder_secs: Some(2),
+            ..love_letter_options(2)
+        })
+        .await
+        .expect("create")
+        .into_inner()
+        .r#match
+        .expect("info")
+        .match_id;
+    let first = join(&mut client, &match_id, 0).await;
+    let secret = set_webhook(&mut client, &match_id, &first, &receiver.url)
+        .await
+        .expect("a local URL is accepted");
+    let second = join(&mut client, &match_id, 1).await;
+    let info = seat_view(&mut client, &match_id, &second).await.r#match;
+    assert_eq!(info.and_then(|m| m.turn_reminder_secs), Some(2));
+
+    let hits = receiver.wait_for(2, Duration::from_secs(10)).await;
+    let bodies: Vec<Value> = hits.iter().map(|hit| verify(hit, &secret)).collect();
+    assert_eq!(bodies[0]["type"], "your_turn", "{bodies:?}");
+    assert_eq!(bodies[1]["type"], "turn_reminder", "{bodies:?}");
+    let reminder = &bodies[1];
+    let version = reminder["version"].as_u64().expect("version");
+    assert_eq!(version, bodies[0]["version"].as_u64().expect("version"));
+    assert_eq!(reminder["seat"], 0);
+    let time = |field: &str| {
+        chrono::DateTime::parse_from_rfc3339(reminder[field].as_str().expect("a time"))
+            .expect("rfc 3339")
+    };
+    assert_eq!(time("dueAt") - time("at"), chrono::Duration::seconds(2));
+    assert_eq!(
+        hits[1].headers["x-missive-delivery"]
+            .to_str()
+            .expect("text"),
+        format!("{match_id}/{version}/0/turn_reminder")
+    );
+    let record = get_webhook(&mut client, &match_id, &first).await;
+    let types: Vec<_> = record
+        .deliveries
+        .iter()
+        .filter(|d| d.version == version)
+        .map(|d| d.r#type.as_str())
+        .collect();
+    assert_eq!(types, ["turn_reminder", "your_turn"], "{record:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_needs_a_deadline_it_comes_before() {
+    let app = spawn_app_with(Backend::Sqlite, FAST).await;
+    let mut client = app.grpc().await;
+    for (timeout, reminder) in [(None, 5), (Some(60), 0), (Some(60), 60), (Some(60), 61)] {
+        let refused = client
+            .create_match(pb::CreateMatchRequest {
+                turn_timeout_secs: timeout,
+                turn_reminder_secs: Some(reminder),
+                ..love_letter_options(2)
+            })
+            .await
+            .expect_err("refused");
+        assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+        assert!(
+            refused.message().contains("turnReminderSecs"),
+            "{refused:?}"
+        );
+    }
+    let listed = client
+        .list_matches(pb::ListMatchesRequest::default())
+        .await
+        .expect("list")
+        .into_inner();
+    assert!(listed.matches.is_empty(), "nothing was created: {listed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
