@@ -308,7 +308,7 @@ fn fold(
 
 /// A match's turn clock: how long a seat has to act, and how long before the end its webhook
 /// is reminded.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Timing {
     timeout_secs: Option<u32>,
     reminder_secs: Option<u32>,
@@ -774,8 +774,7 @@ impl Service {
                 }
                 Some(timeout) if early == 0 || early >= timeout => {
                     return Err(ApiError::invalid(format!(
-                        "turnReminderSecs must be from 1 to {} (less than turnTimeoutSecs)",
-                        timeout - 1
+                        "turnReminderSecs must be at least 1 and less than turnTimeoutSecs ({timeout})"
                     )));
                 }
                 Some(_) => {}

@@ -347,6 +347,17 @@ pub(crate) async fn pg_remind(
     now: DateTime<Utc>,
     limit: u32,
 ) -> Result<u32, StoreError> {
+    // Most rounds find nothing due: one indexed look, no transaction.
+    let any: Option<i32> = sqlx::query_scalar(
+        "SELECT 1 FROM turns WHERE remind_at IS NOT NULL AND remind_at <= $1 LIMIT 1",
+    )
+    .bind(crate::truncate_to_micros(now))
+    .fetch_optional(pool)
+    .await
+    .map_err(StoreError::from_sqlx)?;
+    if any.is_none() {
+        return Ok(0);
+    }
     let mut tx = pool.begin().await.map_err(StoreError::from_sqlx)?;
     let due: Vec<ReminderRow> = sqlx::query_as(
         "WITH due AS (
@@ -406,6 +417,17 @@ pub(crate) async fn sqlite_remind(
     now: DateTime<Utc>,
     limit: u32,
 ) -> Result<u32, StoreError> {
+    // Most rounds find nothing due: one indexed look, no write lock.
+    let any: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM turns WHERE remind_at IS NOT NULL AND remind_at <= ?1 LIMIT 1",
+    )
+    .bind(micros(now))
+    .fetch_optional(pool)
+    .await
+    .map_err(crate::sqlite::db)?;
+    if any.is_none() {
+        return Ok(0);
+    }
     // The write lock first: no other caller reads the same reminders before they are cleared.
     let mut tx = pool
         .begin_with("BEGIN IMMEDIATE")
