@@ -395,12 +395,24 @@ async fn write_rows(lease: &mut Lease, cols: Columns, waiting: Vec<Job>) {
                 job.answer(Ok(inserted.get(&key).copied()));
             }
         }
-        Err(e) => {
-            let e = StoreError::from_sqlx(e);
-            for job in waiting {
-                job.answer(Err(e.clone()));
+        Err(e) => match StoreError::from_sqlx(e) {
+            // The database is out of reach: alone, each row would fail the same way.
+            e @ StoreError::Unavailable(_) => {
+                for job in waiting {
+                    job.answer(Err(e.clone()));
+                }
             }
-        }
+            // A row the database refused fails the whole statement: each row is written again
+            // on its own, so that only the row at fault gets the error.
+            e => {
+                tracing::warn!(error = %e, rows = waiting.len(), "a batch failed; writing its rows alone");
+                for job in waiting {
+                    let written = write_one(lease, &job.row).await;
+                    lease.done(&written);
+                    job.answer(written.map_err(StoreError::from_sqlx));
+                }
+            }
+        },
     }
 }
 

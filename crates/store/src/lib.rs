@@ -327,6 +327,9 @@ pub struct Loaded {
     pub snapshot: Option<Snapshot>,
     /// Every event after the snapshot (all events when there is none), in order.
     pub events: Vec<StoredEvent>,
+    /// The request ids of the events the snapshot holds (none without a snapshot), each with
+    /// the seq of the first event of its request: with `events`, every request id of the match.
+    pub requests: Vec<(String, u64)>,
 }
 
 /// The verdict of [`Store::verify_chain`].
@@ -399,6 +402,10 @@ pub enum StoreError {
     /// Stored data that cannot be what this store wrote (bad hash length, unknown status…).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// Values the store refuses before writing anything: text the database cannot hold (a NUL
+    /// character), a number beyond the range both backends store. Nothing was written.
+    #[error("{0}")]
+    Invalid(String),
     /// Anything else: a bug or an unexpected database error.
     #[error("internal store error: {0}")]
     Internal(String),
@@ -486,6 +493,28 @@ impl Store {
         Ok(Store { backend, options })
     }
 
+    /// How long a query waits for a connection before the store answers
+    /// [`StoreError::Unavailable`] (PostgreSQL; SQLite waits on its write lock instead).
+    pub fn acquire_timeout(&self) -> Duration {
+        self.options.acquire_timeout
+    }
+
+    /// Whether the database answers a query now: one round trip, whatever the matches.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Postgres(pg) => sqlx::query("SELECT 1")
+                .execute(&pg.pool)
+                .await
+                .map(drop)
+                .map_err(StoreError::from_sqlx),
+            Backend::Sqlite(pool) => sqlx::query("SELECT 1")
+                .execute(pool)
+                .await
+                .map(drop)
+                .map_err(sqlite::db),
+        }
+    }
+
     /// How many events apart the caller should write snapshots.
     pub fn snapshot_every(&self) -> u64 {
         self.options.snapshot_every
@@ -537,6 +566,8 @@ impl Store {
         if let Some(turns) = &m.start.turns {
             turns::check(turns, i16::from(m.seat_count))?;
         }
+        check_match(&m)?;
+        check_events(&first)?;
         let events = chain(m.id, 0, &GENESIS_HASH, first);
         match &self.backend {
             Backend::Postgres(pg) => postgres::create_match(pg, &m, &events).await?,
@@ -582,6 +613,8 @@ impl Store {
         events: Vec<NewEvent>,
         update: MatchUpdate,
     ) -> Result<Appended, StoreError> {
+        check_events(&events)?;
+        check_seats(&update.seats)?;
         match &self.backend {
             Backend::Postgres(pg) => {
                 postgres::append(pg, id, expected_version, events, &update).await
@@ -599,6 +632,8 @@ impl Store {
         after_seq: u64,
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError> {
+        // No seq is beyond what both backends store: asking after it finds nothing.
+        let after_seq = after_seq.min(MAX_STORED);
         match &self.backend {
             Backend::Postgres(pg) => postgres::read_events(&pg.pool, id, after_seq, limit).await,
             Backend::Sqlite(pool) => sqlite::read_events(pool, id, after_seq, limit).await,
@@ -666,6 +701,49 @@ impl Store {
         }
     }
 
+    /// The shared key called `name`: the one stored, or `candidate` if none was (it is then
+    /// stored, and a server racing to store its own gets this one). Every server of one store
+    /// therefore derives the same values from it.
+    pub async fn server_key(
+        &self,
+        name: &str,
+        candidate: [u8; 32],
+    ) -> Result<[u8; 32], StoreError> {
+        check_text("a key name", name)?;
+        let key: Vec<u8> = match &self.backend {
+            Backend::Postgres(pg) => {
+                sqlx::query(
+                    "INSERT INTO server_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                )
+                .bind(name)
+                .bind(candidate.as_slice())
+                .execute(&pg.pool)
+                .await
+                .map_err(StoreError::from_sqlx)?;
+                sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
+                    .bind(name)
+                    .fetch_one(&pg.pool)
+                    .await
+                    .map_err(StoreError::from_sqlx)?
+            }
+            Backend::Sqlite(pool) => {
+                sqlx::query("INSERT INTO server_keys (name, key) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
+                    .bind(name)
+                    .bind(candidate.as_slice())
+                    .execute(pool)
+                    .await
+                    .map_err(sqlite::db)?;
+                sqlx::query_scalar("SELECT key FROM server_keys WHERE name = ?1")
+                    .bind(name)
+                    .fetch_one(pool)
+                    .await
+                    .map_err(sqlite::db)?
+            }
+        };
+        key.try_into()
+            .map_err(|_| StoreError::Corrupt(format!("server key {name:?} is not 32 bytes")))
+    }
+
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.
     pub async fn verify_chain(&self, id: MatchId) -> Result<ChainCheck, StoreError> {
         const PAGE: u32 = 1000;
@@ -696,6 +774,72 @@ impl Store {
         }
         Ok(checker.finish(version))
     }
+}
+
+/// The largest integer both backends store in their 64-bit columns.
+const MAX_STORED: u64 = i64::MAX as u64;
+
+/// Text the store refuses: PostgreSQL keeps no NUL in `text` or `jsonb`, and a value that one
+/// backend could not hold must not be written by the other either.
+fn check_text(what: &str, text: &str) -> Result<(), StoreError> {
+    if text.contains('\0') {
+        return Err(StoreError::Invalid(format!(
+            "{what} contains a NUL character"
+        )));
+    }
+    Ok(())
+}
+
+/// [`check_text`] over every string and object key of a JSON value.
+fn check_json(what: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+    match value {
+        serde_json::Value::String(s) => check_text(what, s),
+        serde_json::Value::Array(items) => items.iter().try_for_each(|v| check_json(what, v)),
+        serde_json::Value::Object(map) => map.iter().try_for_each(|(k, v)| {
+            check_text(what, k)?;
+            check_json(what, v)
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn check_events(events: &[NewEvent]) -> Result<(), StoreError> {
+    for ev in events {
+        check_text("an event kind", &ev.kind)?;
+        if let Some(request_id) = &ev.request_id {
+            check_text("a request id", request_id)?;
+        }
+        check_json("an event", &ev.payload)?;
+    }
+    Ok(())
+}
+
+fn check_seats(seats: &[SeatRecord]) -> Result<(), StoreError> {
+    for seat in seats {
+        for text in [&seat.player, &seat.bot].into_iter().flatten() {
+            check_text("a seat's player", text)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_match(m: &NewMatch) -> Result<(), StoreError> {
+    check_text("a game kind", &m.kind)?;
+    check_json("a game config", &m.config)?;
+    check_seats(&m.start.seats)?;
+    // Both backends keep these in 32-bit signed columns.
+    for (what, secs) in [
+        ("turn_timeout_secs", m.turn_timeout_secs),
+        ("turn_reminder_secs", m.turn_reminder_secs),
+    ] {
+        if secs.is_some_and(|s| i32::try_from(s).is_err()) {
+            return Err(StoreError::Invalid(format!("{what} is out of range")));
+        }
+    }
+    if i32::try_from(m.rules_version).is_err() {
+        return Err(StoreError::Invalid("rules_version is out of range".into()));
+    }
+    Ok(())
 }
 
 /// The first event's request id and seq: the key under which a retry finds this append.

@@ -766,6 +766,20 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     .fetch_all(&mut *tx)
     .await
     .map_err(StoreError::from_sqlx)?;
+    // The request ids the snapshot folded in, through the request index.
+    let requests: Vec<(String, i64)> = if after > 0 {
+        sqlx::query_as(
+            "SELECT request_id, seq FROM events
+             WHERE match_id = $1::uuid AND request_last IS NOT NULL AND seq <= $2",
+        )
+        .bind(id.to_string())
+        .bind(to_i64(after)?)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(StoreError::from_sqlx)?
+    } else {
+        Vec::new()
+    };
     tx.commit().await.map_err(StoreError::from_sqlx)?;
     let events = rows
         .into_iter()
@@ -778,6 +792,7 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         record,
         snapshot,
         events,
+        requests: crate::rows::requests(requests)?,
     })
 }
 

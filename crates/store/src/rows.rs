@@ -117,6 +117,13 @@ fn unsigned(value: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} is negative")))
 }
 
+/// Request ids with the seq of their first event, as read.
+pub(crate) fn requests(rows: Vec<(String, i64)>) -> Result<Vec<(String, u64)>, StoreError> {
+    rows.into_iter()
+        .map(|(request_id, seq)| Ok((request_id, unsigned(seq, "seq")?)))
+        .collect()
+}
+
 /// Converts a seq or version for binding; they never exceed `i64::MAX` in practice.
 pub(crate) fn to_i64(value: u64) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::Internal(format!("{value} does not fit in i64")))

@@ -381,11 +381,24 @@ pub(crate) async fn load(
     let snapshot = snapshot.map(SnapshotRow::into_snapshot).transpose()?;
     let after = snapshot.as_ref().map_or(0, |s| s.seq);
     let events = events_between(&mut tx, id, after, None, None).await?;
+    let requests: Vec<(String, i64)> = if after > 0 {
+        sqlx::query_as(
+            "SELECT request_id, first_seq FROM requests WHERE match_id = ? AND first_seq <= ?",
+        )
+        .bind(id.to_string())
+        .bind(to_i64(after)?)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?
+    } else {
+        Vec::new()
+    };
     tx.commit().await.map_err(db)?;
     Ok(Loaded {
         record,
         snapshot,
         events,
+        requests: crate::rows::requests(requests)?,
     })
 }
 

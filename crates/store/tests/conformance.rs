@@ -162,6 +162,218 @@ fn action(seat: u8, request: &str, n: i64) -> NewEvent {
 mod checks {
     use super::*;
 
+    pub(super) async fn a_load_from_a_snapshot_lists_the_request_ids_before_it(
+        h: &Harness,
+    ) -> Result<()> {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        for n in 1..=6 {
+            h.store
+                .append(
+                    m.id,
+                    n as u64,
+                    vec![action(0, &format!("r-{n}"), n)],
+                    MatchUpdate::default(),
+                )
+                .await?;
+        }
+        h.store
+            .put_snapshot(
+                m.id,
+                &Snapshot {
+                    seq: 5,
+                    rules_version: 1,
+                    state: json!({"at": 5}),
+                },
+            )
+            .await?;
+        let loaded = h.store.load(m.id, 1).await?;
+        ensure!(loaded.snapshot.as_ref().map(|s| s.seq) == Some(5));
+        let mut before = loaded.requests.clone();
+        before.sort();
+        // Events 2..=5 carried r-1..=r-4; event 6 and 7 come as events after the snapshot.
+        assert_eq!(
+            before,
+            (1..=4)
+                .map(|n| (format!("r-{n}"), n + 1))
+                .collect::<Vec<_>>()
+        );
+        let after: Vec<_> = loaded
+            .events
+            .iter()
+            .filter_map(|e| e.request_id.clone())
+            .collect();
+        assert_eq!(after, vec!["r-5".to_owned(), "r-6".to_owned()]);
+        // Without a snapshot, every request id is in the events themselves.
+        let other = new_match(2);
+        h.store.create_match(other.clone(), vec![created()]).await?;
+        h.store
+            .append(
+                other.id,
+                1,
+                vec![action(0, "x-1", 1)],
+                MatchUpdate::default(),
+            )
+            .await?;
+        assert!(h.store.load(other.id, 1).await?.requests.is_empty());
+        Ok(())
+    }
+
+    pub(super) async fn text_a_database_cannot_hold_is_refused_and_nothing_is_written(
+        h: &Harness,
+    ) -> Result<()> {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let mut bad_request = action(0, "r-\0", 1);
+        let mut bad_payload = action(0, "r-1", 1);
+        bad_payload.payload = json!({"rule": "a\u{0}b"});
+        let mut bad_key = action(0, "r-1", 1);
+        bad_key.payload = json!({"a\u{0}": 1});
+        for ev in [bad_request.clone(), bad_payload, bad_key] {
+            let refused = h
+                .store
+                .append(m.id, 1, vec![ev], MatchUpdate::default())
+                .await;
+            assert!(
+                matches!(refused, Err(StoreError::Invalid(_))),
+                "{refused:?}"
+            );
+        }
+        bad_request.request_id = Some("r-1".into());
+        let player = MatchUpdate {
+            seats: vec![SeatRecord {
+                seat: 0,
+                player: Some("ann\0".into()),
+                ..SeatRecord::default()
+            }],
+            ..MatchUpdate::default()
+        };
+        let refused = h
+            .store
+            .append(m.id, 1, vec![bad_request.clone()], player)
+            .await;
+        assert!(
+            matches!(refused, Err(StoreError::Invalid(_))),
+            "{refused:?}"
+        );
+        assert_eq!(
+            h.store.get_match(m.id).await?.version,
+            1,
+            "nothing was written"
+        );
+        // The same append, clean, goes in.
+        h.store
+            .append(m.id, 1, vec![bad_request], MatchUpdate::default())
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn a_timeout_beyond_what_both_backends_store_is_refused(
+        h: &Harness,
+    ) -> Result<()> {
+        for secs in [1u32 << 31, u32::MAX] {
+            let m = NewMatch {
+                turn_timeout_secs: Some(secs),
+                ..new_match(2)
+            };
+            let refused = h.store.create_match(m.clone(), vec![created()]).await;
+            assert!(
+                matches!(refused, Err(StoreError::Invalid(_))),
+                "{refused:?}"
+            );
+            assert!(matches!(
+                h.store.get_match(m.id).await,
+                Err(StoreError::NotFound(_))
+            ));
+        }
+        let largest = NewMatch {
+            turn_timeout_secs: Some(i32::MAX as u32),
+            ..new_match(2)
+        };
+        h.store
+            .create_match(largest.clone(), vec![created()])
+            .await?;
+        assert_eq!(
+            h.store.get_match(largest.id).await?.turn_timeout_secs,
+            Some(i32::MAX as u32)
+        );
+        // Listing reads every row back.
+        h.store.list_matches(&MatchFilter::default()).await?;
+        h.store.ping().await?;
+        Ok(())
+    }
+
+    pub(super) async fn the_server_key_is_stored_once_and_shared(h: &Harness) -> Result<()> {
+        let first = h.store.server_key("k", [1; 32]).await?;
+        assert_eq!(first, [1; 32]);
+        assert_eq!(
+            h.store.server_key("k", [2; 32]).await?,
+            [1; 32],
+            "the first one stays"
+        );
+        assert_eq!(h.store.server_key("other", [3; 32]).await?, [3; 32]);
+        // Servers racing to store theirs all get one and the same.
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in 0..8u8 {
+            let store = h.store.clone();
+            tasks.spawn(async move { store.server_key("raced", [n; 32]).await });
+        }
+        let mut keys = Vec::new();
+        while let Some(key) = tasks.join_next().await {
+            keys.push(key??);
+        }
+        keys.dedup();
+        assert_eq!(keys.len(), 1, "{keys:?}");
+        Ok(())
+    }
+
+    pub(super) async fn an_append_the_database_refuses_fails_alone_in_its_batch(
+        h: &Harness,
+    ) -> Result<()> {
+        // A request id longer than an index row may be (PostgreSQL refuses it; SQLite takes
+        // it): among concurrent appends of other matches, only that one may fail.
+        const MATCHES: usize = 24;
+        let mut ids = Vec::new();
+        for _ in 0..MATCHES {
+            let m = new_match(2);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            ids.push(m.id);
+        }
+        for round in 0..3 {
+            let mut tasks = tokio::task::JoinSet::new();
+            for (n, id) in ids.iter().enumerate() {
+                let store = h.store.clone();
+                let id = *id;
+                let request = if n == 5 {
+                    // Random, so that no compression brings it under the limit.
+                    let noise: String = (0..600)
+                        .map(|_| uuid::Uuid::new_v4().simple().to_string())
+                        .collect();
+                    format!("huge-{round}-{noise}")
+                } else {
+                    format!("r-{round}")
+                };
+                let version = if n == 5 { 1 } else { 1 + round as u64 };
+                tasks.spawn(async move {
+                    let ev = action(0, &request, round + 1);
+                    (
+                        n,
+                        store
+                            .append(id, version, vec![ev], MatchUpdate::default())
+                            .await,
+                    )
+                });
+            }
+            while let Some(joined) = tasks.join_next().await {
+                let (n, result) = joined?;
+                if n != 5 {
+                    ensure!(result.is_ok(), "match {n}, round {round}: {result:?}");
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub(super) async fn a_new_match_starts_open_with_empty_seats_and_its_first_events(
         h: &Harness,
     ) -> Result<()> {
@@ -1705,4 +1917,9 @@ conformance!(
     claimed_deliveries_are_leased_retried_and_recorded,
     a_replaced_or_removed_webhook_redirects_or_cancels_its_queue,
     two_workers_never_claim_the_same_notification,
+    a_load_from_a_snapshot_lists_the_request_ids_before_it,
+    text_a_database_cannot_hold_is_refused_and_nothing_is_written,
+    a_timeout_beyond_what_both_backends_store_is_refused,
+    the_server_key_is_stored_once_and_shared,
+    an_append_the_database_refuses_fails_alone_in_its_batch,
 );
