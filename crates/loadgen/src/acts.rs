@@ -110,6 +110,7 @@ async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Pla
                 turn_timeout_secs: None,
                 turn_reminder_secs: None,
                 bots: Vec::new(),
+                ..Default::default()
             })
             .await?
             .into_inner();
@@ -124,6 +125,7 @@ async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Pla
                     match_id: id.clone(),
                     player: format!("load-{n}"),
                     seat: None,
+                    ..Default::default()
                 })
                 .await?
                 .into_inner();

@@ -57,6 +57,7 @@ pub(crate) async fn run(
                         turn_timeout_secs: None,
                         turn_reminder_secs: None,
                         bots: Vec::new(),
+                        ..Default::default()
                     })
                     .await?
                     .into_inner();

@@ -1,7 +1,7 @@
 //! Seat tokens: 32 random bytes from the OS, shown once as hex, stored only as their SHA-256.
 
 use missive_rules::Viewer;
-use missive_store::MatchRecord;
+use missive_store::{MatchId, MatchRecord};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
@@ -73,4 +73,124 @@ pub fn viewer(
 
 fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What a retried request needs to be answered as it was the first time, derived with
+/// HMAC-SHA256 from the key every server of one store shares (`Store::server_key`): the seat
+/// token of a retried join, the signing secret of a retried webhook registration and the id of
+/// a retried match creation. Nothing derived here is stored, and without the key none of it
+/// can be computed from what is.
+#[derive(Clone)]
+pub struct Keys {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keys(..)")
+    }
+}
+
+impl Keys {
+    /// The name the key is stored under.
+    pub const NAME: &str = "request-ids";
+
+    pub fn new(key: [u8; 32]) -> Keys {
+        Keys { key }
+    }
+
+    /// HMAC over a purpose tag and length-prefixed parts, so no two inputs share bytes.
+    fn mac(&self, purpose: &str, parts: &[&[u8]]) -> [u8; 32] {
+        use hmac::{Hmac, Mac};
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC takes any key size");
+        for part in std::iter::once(purpose.as_bytes()).chain(parts.iter().copied()) {
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    /// The seat token a join with this request id gives, and its hash as stored.
+    pub fn seat_token(&self, id: MatchId, seat: u8, request_id: &str) -> (String, [u8; 32]) {
+        let raw = self.mac(
+            "seat-token",
+            &[id.as_bytes(), &[seat], request_id.as_bytes()],
+        );
+        (hex::encode(raw), Sha256::digest(raw).into())
+    }
+
+    /// The request id a join's event is stored under: a keyed digest, so that the audit log,
+    /// which shows it, never shows what a retry must present to be given the seat token.
+    pub fn join_request_id(&self, id: MatchId, request_id: &str) -> String {
+        let digest = self.mac("join", &[id.as_bytes(), request_id.as_bytes()]);
+        format!("join:{}", hex::encode(&digest[..16]))
+    }
+
+    /// The signing secret of a webhook registered with this request id.
+    pub fn webhook_secret(&self, id: MatchId, seat: u8, request_id: &str) -> [u8; 32] {
+        self.mac(
+            "webhook-secret",
+            &[id.as_bytes(), &[seat], request_id.as_bytes()],
+        )
+    }
+
+    /// The id of a match created with this request id: a version 4 UUID drawn from the key.
+    pub fn match_id(&self, request_id: &str) -> MatchId {
+        let digest = self.mac("create", &[request_id.as_bytes()]);
+        let bytes: [u8; 16] = digest[..16].try_into().expect("16 of 32 bytes");
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
+}
+
+/// Whether two hashes are equal, in time that does not depend on where they differ.
+pub fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    constant_time_eq(a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Keys {
+        Keys::new([7; 32])
+    }
+
+    #[test]
+    fn a_retried_join_gets_the_same_token_and_nothing_else_does() {
+        let id = MatchId::from_u128(1);
+        let (token, hash) = keys().seat_token(id, 1, "req-0123456789abcdef");
+        assert_eq!(
+            keys().seat_token(id, 1, "req-0123456789abcdef"),
+            (token.clone(), hash)
+        );
+        assert_eq!(
+            hash,
+            <[u8; 32]>::from(Sha256::digest(hex::decode(&token).unwrap()))
+        );
+        for other in [
+            keys().seat_token(id, 2, "req-0123456789abcdef"),
+            keys().seat_token(MatchId::from_u128(2), 1, "req-0123456789abcdef"),
+            keys().seat_token(id, 1, "req-0123456789abcdeg"),
+            Keys::new([8; 32]).seat_token(id, 1, "req-0123456789abcdef"),
+        ] {
+            assert_ne!(other.0, token);
+        }
+    }
+
+    #[test]
+    fn derived_values_of_one_request_differ_by_purpose() {
+        let id = MatchId::from_u128(1);
+        let k = keys();
+        let token = hex::decode(k.seat_token(id, 0, "r").0).unwrap();
+        assert_ne!(token, k.webhook_secret(id, 0, "r").to_vec());
+        let stored = k.join_request_id(id, "r");
+        assert!(
+            stored.starts_with("join:") && stored.len() == 37,
+            "{stored}"
+        );
+        assert_eq!(k.match_id("r"), k.match_id("r"));
+        assert_ne!(k.match_id("r"), k.match_id("s"));
+        assert_eq!(k.match_id("r").get_version_num(), 4);
+    }
 }

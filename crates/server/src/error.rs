@@ -164,6 +164,7 @@ impl From<StoreError> for ApiError {
             StoreError::AlreadyExists(id) => ApiError::internal(format!("match {id} exists")),
             StoreError::Unavailable(detail) => ApiError::Unavailable(detail),
             StoreError::Corrupt(detail) => ApiError::internal(format!("corrupt: {detail}")),
+            StoreError::Invalid(detail) => ApiError::InvalidArgument(detail),
             StoreError::Internal(detail) => ApiError::internal(detail),
         }
     }

@@ -50,7 +50,9 @@ impl Missive for Grpc {
         request: Request<pb::CreateMatchRequest>,
     ) -> Result<Response<pb::CreateMatchResponse>, Status> {
         Ok(Response::new(
-            self.service.create_match(request.into_inner()).await?,
+            self.service
+                .bounded(self.service.create_match(request.into_inner()))
+                .await?,
         ))
     }
 
@@ -59,7 +61,9 @@ impl Missive for Grpc {
         request: Request<pb::JoinMatchRequest>,
     ) -> Result<Response<pb::JoinMatchResponse>, Status> {
         Ok(Response::new(
-            self.service.join_match(request.into_inner()).await?,
+            self.service
+                .bounded(self.service.join_match(request.into_inner()))
+                .await?,
         ))
     }
 
@@ -69,7 +73,9 @@ impl Missive for Grpc {
     ) -> Result<Response<pb::ActResponse>, Status> {
         let caller = caller(&request)?;
         Ok(Response::new(
-            self.service.act(&caller, request.into_inner()).await?,
+            self.service
+                .bounded(self.service.act(&caller, request.into_inner()))
+                .await?,
         ))
     }
 
@@ -79,7 +85,9 @@ impl Missive for Grpc {
     ) -> Result<Response<pb::GetViewResponse>, Status> {
         let caller = caller(&request)?;
         Ok(Response::new(
-            self.service.get_view(&caller, request.into_inner()).await?,
+            self.service
+                .bounded(self.service.get_view(&caller, request.into_inner()))
+                .await?,
         ))
     }
 
@@ -102,7 +110,7 @@ impl Missive for Grpc {
         let caller = caller(&request)?;
         Ok(Response::new(
             self.service
-                .get_history(&caller, request.into_inner())
+                .bounded(self.service.get_history(&caller, request.into_inner()))
                 .await?,
         ))
     }
@@ -112,7 +120,9 @@ impl Missive for Grpc {
         request: Request<pb::GetMatchRequest>,
     ) -> Result<Response<pb::GetMatchResponse>, Status> {
         Ok(Response::new(
-            self.service.get_match(request.into_inner()).await?,
+            self.service
+                .bounded(self.service.get_match(request.into_inner()))
+                .await?,
         ))
     }
 
@@ -121,7 +131,9 @@ impl Missive for Grpc {
         request: Request<pb::ListMatchesRequest>,
     ) -> Result<Response<pb::ListMatchesResponse>, Status> {
         Ok(Response::new(
-            self.service.list_matches(request.into_inner()).await?,
+            self.service
+                .bounded(self.service.list_matches(request.into_inner()))
+                .await?,
         ))
     }
 
@@ -132,7 +144,7 @@ impl Missive for Grpc {
         let caller = caller(&request)?;
         Ok(Response::new(
             self.service
-                .leave_match(&caller, request.into_inner())
+                .bounded(self.service.leave_match(&caller, request.into_inner()))
                 .await?,
         ))
     }
@@ -144,7 +156,7 @@ impl Missive for Grpc {
         let caller = caller(&request)?;
         Ok(Response::new(
             self.service
-                .set_webhook(&caller, request.into_inner())
+                .bounded(self.service.set_webhook(&caller, request.into_inner()))
                 .await?,
         ))
     }
@@ -156,7 +168,7 @@ impl Missive for Grpc {
         let caller = caller(&request)?;
         Ok(Response::new(
             self.service
-                .get_webhook(&caller, request.into_inner())
+                .bounded(self.service.get_webhook(&caller, request.into_inner()))
                 .await?,
         ))
     }

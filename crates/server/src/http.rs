@@ -123,7 +123,7 @@ async fn create_match(
 ) -> ApiResult<impl IntoResponse> {
     Ok((
         StatusCode::CREATED,
-        Reply(service.create_match(request).await?),
+        Reply(service.bounded(service.create_match(request)).await?),
     ))
 }
 
@@ -152,7 +152,7 @@ async fn list_matches(
         limit,
         page_token: query.get("pageToken").cloned().unwrap_or_default(),
     };
-    Ok(Reply(service.list_matches(request).await?))
+    Ok(Reply(service.bounded(service.list_matches(request)).await?))
 }
 
 async fn get_match(
@@ -161,7 +161,7 @@ async fn get_match(
 ) -> ApiResult<Reply<pb::GetMatchResponse>> {
     Ok(Reply(
         service
-            .get_match(pb::GetMatchRequest { match_id: id })
+            .bounded(service.get_match(pb::GetMatchRequest { match_id: id }))
             .await?,
     ))
 }
@@ -172,7 +172,7 @@ async fn join_match(
     ProtoJson(mut request): ProtoJson<pb::JoinMatchRequest>,
 ) -> ApiResult<Reply<pb::JoinMatchResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(service.join_match(request).await?))
+    Ok(Reply(service.bounded(service.join_match(request)).await?))
 }
 
 async fn act(
@@ -182,7 +182,11 @@ async fn act(
     ProtoJson(mut request): ProtoJson<pb::ActRequest>,
 ) -> ApiResult<Reply<pb::ActResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(service.act(&caller(&headers)?, request).await?))
+    Ok(Reply(
+        service
+            .bounded(service.act(&caller(&headers)?, request))
+            .await?,
+    ))
 }
 
 async fn get_view(
@@ -195,7 +199,11 @@ async fn get_view(
         match_id: id,
         seat: query_seat(&query)?,
     };
-    Ok(Reply(service.get_view(&caller(&headers)?, request).await?))
+    Ok(Reply(
+        service
+            .bounded(service.get_view(&caller(&headers)?, request))
+            .await?,
+    ))
 }
 
 async fn get_history(
@@ -209,7 +217,9 @@ async fn get_history(
         seat: query_seat(&query)?,
     };
     Ok(Reply(
-        service.get_history(&caller(&headers)?, request).await?,
+        service
+            .bounded(service.get_history(&caller(&headers)?, request))
+            .await?,
     ))
 }
 
@@ -221,7 +231,9 @@ async fn leave_match(
 ) -> ApiResult<Reply<pb::LeaveMatchResponse>> {
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
-        service.leave_match(&caller(&headers)?, request).await?,
+        service
+            .bounded(service.leave_match(&caller(&headers)?, request))
+            .await?,
     ))
 }
 
@@ -233,7 +245,9 @@ async fn set_webhook(
 ) -> ApiResult<Reply<pb::SetWebhookResponse>> {
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
-        service.set_webhook(&caller(&headers)?, request).await?,
+        service
+            .bounded(service.set_webhook(&caller(&headers)?, request))
+            .await?,
     ))
 }
 
@@ -244,10 +258,12 @@ async fn remove_webhook(
 ) -> ApiResult<Reply<pb::SetWebhookResponse>> {
     let request = pb::SetWebhookRequest {
         match_id: id,
-        url: String::new(),
+        ..Default::default()
     };
     Ok(Reply(
-        service.set_webhook(&caller(&headers)?, request).await?,
+        service
+            .bounded(service.set_webhook(&caller(&headers)?, request))
+            .await?,
     ))
 }
 
@@ -258,7 +274,9 @@ async fn get_webhook(
 ) -> ApiResult<Reply<pb::GetWebhookResponse>> {
     let request = pb::GetWebhookRequest { match_id: id };
     Ok(Reply(
-        service.get_webhook(&caller(&headers)?, request).await?,
+        service
+            .bounded(service.get_webhook(&caller(&headers)?, request))
+            .await?,
     ))
 }
 
@@ -297,17 +315,14 @@ async fn watch_match(
 }
 
 async fn healthz(State(service): State<AppState>) -> Response {
+    // One round trip to the database, whatever the matches it holds.
     match service
-        .store()
-        .list_matches(&missive_store::MatchFilter {
-            limit: 1,
-            ..Default::default()
-        })
+        .bounded(async { Ok(service.store().ping().await?) })
         .await
     {
-        Ok(_) => (StatusCode::OK, "ok\n").into_response(),
+        Ok(()) => (StatusCode::OK, "ok\n").into_response(),
         Err(e) => {
-            tracing::warn!(error = %e, "health check: store unavailable");
+            tracing::warn!(error = ?e, "health check: store unavailable");
             (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
         }
     }
@@ -331,6 +346,47 @@ async fn openapi_json() -> Response {
 
 async fn not_found() -> ApiError {
     ApiError::NotFound("no such route".into())
+}
+
+/// Gives every error response the JSON body docs/API.md describes, `{"code", "message"}`:
+/// the service's errors have it already; the framework's own (an unknown route or method, a
+/// path or query that does not parse, a timed-out request) get it here, with the framework's
+/// text as the message.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096)
+        .await
+        .ok()
+        .and_then(|b| String::from_utf8(b.to_vec()).ok())
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("error").to_owned());
+    let code = match status {
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::METHOD_NOT_ALLOWED => "UNIMPLEMENTED",
+        StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => "DEADLINE_EXCEEDED",
+        StatusCode::PAYLOAD_TOO_LARGE | StatusCode::TOO_MANY_REQUESTS => "RESOURCE_EXHAUSTED",
+        StatusCode::UNAUTHORIZED => "UNAUTHENTICATED",
+        StatusCode::FORBIDDEN => "PERMISSION_DENIED",
+        StatusCode::SERVICE_UNAVAILABLE => "UNAVAILABLE",
+        s if s.is_client_error() => "INVALID_ARGUMENT",
+        _ => "INTERNAL",
+    };
+    let body = serde_json::json!({ "code": code, "message": text }).to_string();
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// Counts and times each request by its route pattern.
@@ -375,6 +431,7 @@ pub fn router(config: &Config, service: Arc<Service>) -> Router {
             ServiceBuilder::new()
                 .layer(TraceLayer::new_for_http())
                 .layer(middleware::from_fn(record))
+                .layer(middleware::map_response(json_errors))
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     config.request_timeout(),

@@ -16,6 +16,7 @@ pub mod error;
 pub mod fanout;
 pub mod games;
 pub mod grpc;
+pub mod limits;
 pub mod metrics;
 pub mod service;
 pub mod turns;

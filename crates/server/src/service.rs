@@ -27,10 +27,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 
-use crate::auth;
+use crate::auth::{self, Keys};
 use crate::bots;
 use crate::error::{ApiError, ApiResult};
 use crate::games::{GameKind, MatchState, Registry};
+use crate::limits;
 
 /// Event kinds, persisted: never rename one.
 pub mod kinds {
@@ -42,11 +43,9 @@ pub mod kinds {
     pub const TIMEOUT: &str = "timeout";
 }
 
-const MAX_REQUEST_ID: usize = 128;
-const MAX_PLAYER_NAME: usize = 64;
-/// Request ids of the server's own moves (`bot:<version>:<seat>`, `timeout:<version>:<seat>`),
-/// refused from clients.
-const SERVER_REQUEST_PREFIXES: [&str; 2] = ["bot:", "timeout:"];
+/// How much longer than the store's connection wait a request may take before it is answered
+/// UNAVAILABLE (see [`Service::bounded`]).
+pub const STORE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// How often an act or join retries after losing a race to another writer.
 const APPEND_ATTEMPTS: usize = 5;
 /// Updates a match's watchers may fall behind before they catch up from the store instead.
@@ -88,10 +87,10 @@ struct Live {
     record: MatchRecord,
     game: Arc<dyn GameKind>,
     state: Box<dyn MatchState>,
-    /// Request ids seen while folding, with their actor and seq.
-    request_ids: HashMap<String, (Option<u8>, u64)>,
-    /// False when loaded from a snapshot: older request ids are then only in the store.
-    ids_complete: bool,
+    /// Every request id the match holds, with the seq of its (first) event.
+    request_ids: HashMap<String, u64>,
+    /// False when loaded from a snapshot: the events before it were not folded here.
+    whole_log: bool,
     /// The awaited human seats' deadlines (see [`next_deadlines`]).
     deadlines: Deadlines,
     /// The seed, once read to be revealed (the match is over).
@@ -106,7 +105,8 @@ impl Live {
     fn note(&mut self, event: &StoredEvent) {
         if let Some(request_id) = &event.request_id {
             self.request_ids
-                .insert(request_id.clone(), (event.actor, event.seq));
+                .entry(request_id.clone())
+                .or_insert(event.seq);
         }
         if event.kind == kinds::LEFT
             && let Ok(seat) = payload_seat(event)
@@ -119,7 +119,7 @@ impl Live {
     /// Whether `seat` may still have a webhook of a player who left it: a seat left in the
     /// events folded here, or any seat when the log was only folded from a snapshot on.
     fn may_have_old_webhook(&self, seat: u8) -> bool {
-        !self.ids_complete || self.vacated.contains(&seat)
+        !self.whole_log || self.vacated.contains(&seat)
     }
 }
 
@@ -167,6 +167,8 @@ pub struct Service {
     turns_written: tokio::sync::Notify,
     /// Wakes the webhook delivery worker after an append queued notifications.
     webhook_wake: Arc<Notify>,
+    /// What retried requests' answers are derived from, read from the store once.
+    keys: tokio::sync::OnceCell<Keys>,
 }
 
 /// Who acts: a caller with a seat token (and the seat the request names, if any), or this
@@ -204,9 +206,41 @@ macro_rules! or_recheck {
     };
 }
 
+/// The refusal of a request id sent again with a different request.
+fn request_id_reused() -> ApiError {
+    ApiError::precondition(
+        "request-id-reused",
+        "this requestId was used for a different request; use a new id for a new request",
+    )
+}
+
+/// Whether two `created` payloads come from the same request: the same game options, seats,
+/// timing and bots. What the server adds of its own is not compared.
+fn same_creation(stored: &Value, new: &Value) -> bool {
+    const FROM_THE_REQUEST: [&str; 5] = [
+        "config",
+        "seat_count",
+        "turn_timeout_secs",
+        "turn_reminder_secs",
+        "fixed_deck",
+    ];
+    let bots = |payload: &Value| -> Vec<(Value, Value)> {
+        payload["bots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| (b["seat"].clone(), b["strategy"].clone()))
+            .collect()
+    };
+    FROM_THE_REQUEST.iter().all(|key| stored[key] == new[key]) && bots(stored) == bots(new)
+}
+
 fn parse_id(id: &str) -> ApiResult<MatchId> {
-    id.parse()
-        .map_err(|_| ApiError::invalid(format!("{id:?} is not a match id (a UUID)")))
+    id.parse().map_err(|_| {
+        // A long id is not echoed back.
+        let shown: String = id.chars().take(40).collect();
+        ApiError::invalid(format!("{shown:?} is not a match id (a UUID)"))
+    })
 }
 
 fn payload_seat(event: &StoredEvent) -> ApiResult<u8> {
@@ -447,7 +481,38 @@ impl Service {
             stopping: tokio::sync::watch::Sender::new(false),
             turns_written: tokio::sync::Notify::new(),
             webhook_wake: Arc::new(Notify::new()),
+            keys: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The key every server of this store derives retried requests' answers from.
+    async fn keys(&self) -> ApiResult<&Keys> {
+        self.keys
+            .get_or_try_init(|| async {
+                let key = self
+                    .store
+                    .server_key(Keys::NAME, auth::random_bytes()?)
+                    .await?;
+                Ok(Keys::new(key))
+            })
+            .await
+    }
+
+    /// Runs one request's work, answering UNAVAILABLE once it has waited longer than a store
+    /// that answers at all would make it wait: the pool's connection wait and a second more.
+    /// An outage then fails every request within that bound, however many queue behind one
+    /// match or one connection. A request cut short may still have been applied, as when its
+    /// answer is lost: retried with the same request id, it answers the original outcome.
+    pub async fn bounded<T>(
+        &self,
+        work: impl std::future::Future<Output = ApiResult<T>>,
+    ) -> ApiResult<T> {
+        let bound = self.store.acquire_timeout() + STORE_GRACE;
+        tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
+            Err(ApiError::Unavailable(format!(
+                "no answer from the store within {bound:?}"
+            )))
+        })
     }
 
     /// The clock events are stamped with and turns fall due by.
@@ -564,7 +629,7 @@ impl Service {
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
         let loaded = self.store.load(id, game.rules_version()).await?;
-        let (state, ids_complete) = match loaded.snapshot {
+        let (state, whole_log) = match loaded.snapshot {
             Some(snapshot) if snapshot.rules_version == game.rules_version() => {
                 (game.restore(snapshot.state)?, false)
             }
@@ -580,8 +645,9 @@ impl Service {
             record: loaded.record.clone(),
             game,
             state,
-            request_ids: HashMap::new(),
-            ids_complete,
+            // The request ids of the events before the snapshot, then those after it.
+            request_ids: loaded.requests.into_iter().collect(),
+            whole_log,
             deadlines: Vec::new(),
             seed: None,
             vacated: Vec::new(),
@@ -756,15 +822,15 @@ impl Service {
                 u8::try_from(n).map_err(|_| ApiError::invalid(format!("{n} seats is too many")))?
             }
         };
+        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
         let (game, parsed) = self.games.parse_options(&options, Some(seats))?;
         if parsed.fixed_deck && !self.settings.allow_fixed_deck {
             return Err(ApiError::PermissionDenied(
                 "fixed decks are disabled on this server (MISSIVE_ALLOW_FIXED_DECK)".into(),
             ));
         }
-        if req.turn_timeout_secs == Some(0) {
-            return Err(ApiError::invalid("turnTimeoutSecs must be at least 1"));
-        }
+        limits::turn_secs("turnTimeoutSecs", req.turn_timeout_secs)?;
+        limits::turn_secs("turnReminderSecs", req.turn_reminder_secs)?;
         if let Some(early) = req.turn_reminder_secs {
             match req.turn_timeout_secs {
                 None => {
@@ -831,7 +897,11 @@ impl Service {
         } else {
             MatchStatus::Open
         };
-        let id = uuid::Uuid::new_v4();
+        // A retried creation names the match its first attempt created.
+        let id = match request_id {
+            Some(request_id) => self.keys().await?.match_id(request_id),
+            None => uuid::Uuid::new_v4(),
+        };
         let state = game.setup(&parsed.config, seats, seed)?;
         let all_seats: Vec<SeatRecord> = (0..seats)
             .map(|seat| {
@@ -858,7 +928,7 @@ impl Service {
             now,
         );
         let wake = turns.as_ref().is_some_and(|t| !t.is_empty());
-        let (record, events) = self
+        let created = self
             .store
             .create_match(
                 NewMatch {
@@ -883,11 +953,17 @@ impl Service {
                     kind: kinds::CREATED.into(),
                     actor: None,
                     request_id: None,
-                    payload,
+                    payload: payload.clone(),
                     at: now,
                 }],
             )
-            .await?;
+            .await;
+        let (record, events) = match created {
+            Err(StoreError::AlreadyExists(_)) if request_id.is_some() => {
+                return self.created_again(id, &payload).await;
+            }
+            created => created?,
+        };
         tracing::info!(match_id = %id, kind = game.kind(), seats, "match created");
         if wake {
             self.turns_written.notify_one();
@@ -902,7 +978,7 @@ impl Service {
                 game,
                 state,
                 request_ids: HashMap::new(),
-                ids_complete: true,
+                whole_log: true,
                 deadlines: Vec::new(),
                 seed: None,
                 vacated: Vec::new(),
@@ -910,6 +986,27 @@ impl Service {
         }
         Ok(pb::CreateMatchResponse {
             r#match: Some(info),
+        })
+    }
+
+    /// The answer to a creation retried with its request id: the match the first attempt
+    /// created, as it is now, if it was created from the same request.
+    async fn created_again(
+        &self,
+        id: MatchId,
+        payload: &Value,
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        let first = self.store.read_events(id, 0, 1).await?;
+        let same = first
+            .first()
+            .is_some_and(|e| e.kind == kinds::CREATED && same_creation(&e.payload, payload));
+        if !same {
+            return Err(request_id_reused());
+        }
+        let record = self.store.get_match(id).await?;
+        let game = self.games.get(&record.kind)?.clone();
+        Ok(pb::CreateMatchResponse {
+            r#match: Some(self.info(&record, game.as_ref()).await?),
         })
     }
 
@@ -940,8 +1037,15 @@ impl Service {
         let after = if req.page_token.is_empty() {
             None
         } else {
+            limits::text("pageToken", &req.page_token, limits::MAX_PAGE_TOKEN)?;
             Some(parse_id(&req.page_token).map_err(|_| ApiError::invalid("bad pageToken"))?)
         };
+        if !req.kind.is_empty() {
+            limits::text("kind", &req.kind, limits::MAX_KIND)?;
+            self.games.get(&req.kind).map_err(|_| {
+                ApiError::invalid(format!("kind {:?} is not a game of this server", req.kind))
+            })?;
+        }
         let records = self
             .store
             .list_matches(&MatchFilter {
@@ -970,11 +1074,20 @@ impl Service {
     pub async fn join_match(&self, req: pb::JoinMatchRequest) -> ApiResult<pb::JoinMatchResponse> {
         let id = parse_id(&req.match_id)?;
         let player = req.player.trim().to_owned();
-        if player.is_empty() || player.chars().count() > MAX_PLAYER_NAME {
+        if player.is_empty() {
             return Err(ApiError::invalid(format!(
-                "player must be a name of 1 to {MAX_PLAYER_NAME} characters"
+                "player must be a name of 1 to {} characters",
+                limits::MAX_PLAYER_NAME
             )));
         }
+        limits::text("player", &player, limits::MAX_PLAYER_NAME)?;
+        let request_id =
+            limits::optional_request_id("requestId", &req.request_id, limits::MIN_JOIN_REQUEST_ID)?;
+        // What the join's event is stored under: never the client's id itself (see `Keys`).
+        let stored_id = match request_id {
+            Some(request_id) => Some(self.keys().await?.join_request_id(id, request_id)),
+            None => None,
+        };
         // As with actions: the cached match is trusted, a stale one fails the append's version
         // check, and a refusal is only returned once a fresh read confirms it.
         let mut fresh = false;
@@ -983,6 +1096,14 @@ impl Service {
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
+            if let (Some(request_id), Some(stored_id)) = (request_id, &stored_id)
+                && let Some(&seq) = live.request_ids.get(stored_id)
+            {
+                let again = self
+                    .joined_again(live, &req, &player, request_id, seq)
+                    .await;
+                return Ok(or_recheck!(fresh, again));
+            }
             if live.record.status != MatchStatus::Open {
                 or_recheck!(
                     fresh,
@@ -1021,7 +1142,10 @@ impl Service {
                         .ok_or_else(|| ApiError::precondition("match-full", "every seat is taken"))
                 ),
             };
-            let (token, token_hash) = auth::new_token()?;
+            let (token, token_hash) = match request_id {
+                Some(request_id) => self.keys().await?.seat_token(id, seat, request_id),
+                None => auth::new_token()?,
+            };
             let starts = live
                 .record
                 .seats
@@ -1072,7 +1196,7 @@ impl Service {
             let event = NewEvent {
                 kind: kinds::JOINED.into(),
                 actor: Some(seat),
-                request_id: None,
+                request_id: stored_id.clone(),
                 payload: json!({ "seat": seat, "player": player }),
                 at,
             };
@@ -1082,6 +1206,20 @@ impl Service {
                 .append(id, live.record.version, vec![event], update)
                 .await
             {
+                Ok(appended) if appended.duplicate => {
+                    // Another server took the seat for this request first: answer as it did.
+                    *guard = None;
+                    drop(guard);
+                    let mut guard = self.current(id).await?;
+                    let live = guard
+                        .as_mut()
+                        .ok_or_else(|| ApiError::internal("match not loaded"))?;
+                    let seq = appended.events.first().map_or(0, |e| e.seq);
+                    let request_id = request_id.unwrap_or_default();
+                    return self
+                        .joined_again(live, &req, &player, request_id, seq)
+                        .await;
+                }
                 Ok(appended) => {
                     let webhooks_queued = appended.webhooks_queued;
                     for event in appended.events {
@@ -1108,6 +1246,58 @@ impl Service {
         Err(ApiError::Unavailable(
             "too much contention on this match".into(),
         ))
+    }
+
+    /// The answer to a join retried with its request id, whose event is at `seq`: the same
+    /// seat and the same seat token, while the player still holds the seat.
+    async fn joined_again(
+        &self,
+        live: &Live,
+        req: &pb::JoinMatchRequest,
+        player: &str,
+        request_id: &str,
+        seq: u64,
+    ) -> ApiResult<pb::JoinMatchResponse> {
+        let event = self.stored_event(live.record.id, seq).await?;
+        let seat = payload_seat(&event)?;
+        let same = event.kind == kinds::JOINED
+            && event.payload["player"].as_str() == Some(player)
+            && req.seat.is_none_or(|wanted| wanted == u32::from(seat));
+        if !same {
+            return Err(request_id_reused());
+        }
+        let (token, token_hash) = self
+            .keys()
+            .await?
+            .seat_token(live.record.id, seat, request_id);
+        let holds = live
+            .record
+            .seats
+            .get(usize::from(seat))
+            .and_then(|s| s.token_hash)
+            .is_some_and(|h| auth::same_hash(&h, &token_hash));
+        if !holds {
+            return Err(ApiError::precondition(
+                "seat-left",
+                format!("this request took seat {seat}, which its player has left since"),
+            ));
+        }
+        Ok(pb::JoinMatchResponse {
+            seat: seat.into(),
+            seat_token: token,
+            r#match: Some(self.info(&live.record, live.game.as_ref()).await?),
+        })
+    }
+
+    /// The stored event at `seq`.
+    async fn stored_event(&self, id: MatchId, seq: u64) -> ApiResult<StoredEvent> {
+        self.store
+            .read_events(id, seq.saturating_sub(1), 1)
+            .await?
+            .into_iter()
+            .next()
+            .filter(|e| e.seq == seq)
+            .ok_or_else(|| ApiError::internal(format!("event {seq} of {id} is missing")))
     }
 
     /// Folds an event this server appended into the cache, writes a snapshot when one is due
@@ -1156,19 +1346,13 @@ impl Service {
 
     pub async fn act(&self, caller: &Caller, req: pb::ActRequest) -> ApiResult<pb::ActResponse> {
         let id = parse_id(&req.match_id)?;
-        if req.request_id.is_empty() || req.request_id.len() > MAX_REQUEST_ID {
+        if req.request_id.is_empty() {
             return Err(ApiError::invalid(format!(
-                "requestId is required: 1 to {MAX_REQUEST_ID} characters, unique per action"
+                "requestId is required: 1 to {} characters, unique per action",
+                limits::MAX_REQUEST_ID
             )));
         }
-        if SERVER_REQUEST_PREFIXES
-            .iter()
-            .any(|p| req.request_id.starts_with(p))
-        {
-            return Err(ApiError::invalid(
-                "requestIds starting with `bot:` or `timeout:` are the server's own",
-            ));
-        }
+        limits::request_id("requestId", &req.request_id, 1)?;
         let action = req
             .action
             .as_ref()
@@ -1269,8 +1453,11 @@ impl Service {
                 }
                 By::Server(seat) => seat,
             };
-            if let Some(&(actor, seq)) = live.request_ids.get(request_id) {
-                return self.duplicate(live, by, seat, actor, seq).await;
+            if let Some(&seq) = live.request_ids.get(request_id) {
+                let again = self
+                    .duplicate(live, by, seat, seq, play, expected_version)
+                    .await;
+                return Ok(or_recheck!(fresh, again));
             }
             or_recheck!(
                 fresh,
@@ -1322,12 +1509,6 @@ impl Service {
             let before = awaited(live.record.status, live.state.as_ref());
             let mut next = live.state.boxed_clone();
             if let Err(refusal) = next.apply(seat, &action) {
-                // A retry of an action applied before the newest snapshot is only in the store.
-                if !live.ids_complete
-                    && let Some((actor, seq)) = self.find_request(id, request_id).await?
-                {
-                    return self.duplicate(live, by, seat, actor, seq).await;
-                }
                 or_recheck!(fresh, Err(ApiError::from(refusal)));
             }
             let at = self.settings.clock.now();
@@ -1387,8 +1568,9 @@ impl Service {
                         .as_mut()
                         .ok_or_else(|| ApiError::internal("match not loaded"))?;
                     let seq = appended.events.first().map_or(0, |e| e.seq);
-                    let actor = appended.events.first().and_then(|e| e.actor);
-                    return self.duplicate(live, by, seat, actor, seq).await;
+                    return self
+                        .duplicate(live, by, seat, seq, play, expected_version)
+                        .await;
                 }
                 Ok(appended) => {
                     let webhooks_queued = appended.webhooks_queued;
@@ -1424,25 +1606,17 @@ impl Service {
         ))
     }
 
-    async fn find_request(
-        &self,
-        id: MatchId,
-        request_id: &str,
-    ) -> ApiResult<Option<(Option<u8>, u64)>> {
-        let events = self.store.read_events(id, 0, u32::MAX).await?;
-        Ok(events
-            .iter()
-            .find(|e| e.request_id.as_deref() == Some(request_id))
-            .map(|e| (e.actor, e.seq)))
-    }
-
+    /// The answer to an action whose request id the match holds, at `seq`: the version it
+    /// created, with `duplicate` set, if it is the same action by the same seat (and, when the
+    /// retry pins a version, pinned to the one it was applied at).
     async fn duplicate(
         &self,
         live: &Live,
         by: By<'_>,
         seat: u8,
-        actor: Option<u8>,
         seq: u64,
+        play: Play<'_>,
+        expected_version: Option<u64>,
     ) -> ApiResult<pb::ActResponse> {
         if let By::Server(_) = by {
             // The server's own request ids name the seat and version: already played.
@@ -1452,10 +1626,20 @@ impl Service {
                 duplicate: true,
             });
         }
-        if actor != Some(seat) {
-            return Err(ApiError::invalid(
-                "this requestId was already used by another seat",
-            ));
+        let event = self.stored_event(live.record.id, seq).await?;
+        let same_action = match play {
+            Play::Action(action) => live
+                .game
+                .parse_action(action)
+                .is_ok_and(|action| event.payload["action"] == action),
+            Play::Bot(_) | Play::Timeout => false,
+        };
+        let same = event.kind == kinds::ACTION
+            && event.actor == Some(seat)
+            && same_action
+            && expected_version.is_none_or(|v| v.checked_add(1) == Some(seq));
+        if !same {
+            return Err(request_id_reused());
         }
         let view = self.live_view(live, Viewer::Seat(seat)).await?;
         Ok(pb::ActResponse {
@@ -1487,11 +1671,15 @@ impl Service {
         req: pb::LeaveMatchRequest,
     ) -> ApiResult<pb::LeaveMatchResponse> {
         let id = parse_id(&req.match_id)?;
+        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
         for _ in 0..APPEND_ATTEMPTS {
             let mut guard = self.current(id).await?;
             let live = guard
                 .as_mut()
                 .ok_or_else(|| ApiError::internal("match not loaded"))?;
+            if let Some(&seq) = request_id.and_then(|r| live.request_ids.get(r)) {
+                return self.left_again(live, caller, seq).await;
+            }
             let Viewer::Seat(seat) =
                 auth::viewer(&live.record, caller.token.as_deref(), None, true)?
             else {
@@ -1530,7 +1718,7 @@ impl Service {
             let event = NewEvent {
                 kind: kinds::LEFT.into(),
                 actor: Some(seat),
-                request_id: None,
+                request_id: request_id.map(str::to_owned),
                 payload: json!({ "seat": seat }),
                 at: self.settings.clock.now(),
             };
@@ -1539,6 +1727,16 @@ impl Service {
                 .append(id, live.record.version, vec![event], update)
                 .await
             {
+                Ok(appended) if appended.duplicate => {
+                    *guard = None;
+                    drop(guard);
+                    let guard = self.current(id).await?;
+                    let live = guard
+                        .as_ref()
+                        .ok_or_else(|| ApiError::internal("match not loaded"))?;
+                    let seq = appended.events.first().map_or(0, |e| e.seq);
+                    return self.left_again(live, caller, seq).await;
+                }
                 Ok(appended) => {
                     for event in appended.events {
                         self.after_append(live, event)?;
@@ -1555,6 +1753,36 @@ impl Service {
         Err(ApiError::Unavailable(
             "too much contention on this match".into(),
         ))
+    }
+
+    /// The answer to a leave retried with its request id, whose event is at `seq`: the match as
+    /// it is now. The seat's token may no longer be valid (a seat left before the start is
+    /// freed), so it is only required to be present, and to be the leaving seat's if it names
+    /// a seat at all; nothing but what any spectator sees is answered.
+    async fn left_again(
+        &self,
+        live: &Live,
+        caller: &Caller,
+        seq: u64,
+    ) -> ApiResult<pb::LeaveMatchResponse> {
+        if caller.token.is_none() {
+            return Err(ApiError::Unauthenticated(
+                "a seat token is required: authorization: Bearer <seat token>".into(),
+            ));
+        }
+        let event = self.stored_event(live.record.id, seq).await?;
+        let left = payload_seat(&event).ok();
+        let same = event.kind == kinds::LEFT
+            && match auth::viewer(&live.record, caller.token.as_deref(), None, true) {
+                Ok(Viewer::Seat(seat)) => Some(seat) == left,
+                _ => true,
+            };
+        if !same {
+            return Err(request_id_reused());
+        }
+        Ok(pb::LeaveMatchResponse {
+            r#match: Some(self.info(&live.record, live.game.as_ref()).await?),
+        })
     }
 
     /// The seat of the caller's token, which is required.
@@ -1574,6 +1802,8 @@ impl Service {
         req: pb::SetWebhookRequest,
     ) -> ApiResult<pb::SetWebhookResponse> {
         let id = parse_id(&req.match_id)?;
+        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
+        limits::text("url", &req.url, crate::webhooks::MAX_URL)?;
         let (record, seat) = self.token_seat(caller, id).await?;
         if req.url.is_empty() {
             self.store.remove_webhook(id, seat).await?;
@@ -1584,10 +1814,28 @@ impl Service {
         }
         crate::webhooks::validate_url(&req.url, self.settings.webhook_allow_private)
             .map_err(ApiError::invalid)?;
+        // A registration with a request id has its secret derived from it: a retry finds the
+        // webhook it registered and answers the same secret.
+        let secret = match request_id {
+            Some(request_id) => {
+                let secret = self.keys().await?.webhook_secret(id, seat, request_id);
+                if let Some(current) = self.store.webhook(id, seat).await?
+                    && auth::same_hash(&current.secret, &secret)
+                {
+                    if current.url != req.url {
+                        return Err(request_id_reused());
+                    }
+                    return Ok(pb::SetWebhookResponse {
+                        secret: hex::encode(secret),
+                    });
+                }
+                secret
+            }
+            None => auth::random_bytes()?,
+        };
         if is_over(record.status) {
             return Err(ApiError::precondition("match-over", "the match is over"));
         }
-        let secret = auth::random_bytes()?;
         self.store
             .set_webhook(id, seat, &req.url, secret, self.settings.clock.now())
             .await?;

@@ -53,6 +53,7 @@ async fn create_and_join(
                 match_id: info.match_id.clone(),
                 player: format!("mother {seat}"),
                 seat: Some(seat),
+                ..Default::default()
             })
             .await
             .expect("join")
@@ -772,6 +773,7 @@ async fn a_mother_plays_a_whole_match_against_two_bots() {
             match_id: info.match_id.clone(),
             player: "mother 0".into(),
             seat: None,
+            ..Default::default()
         })
         .await
         .expect("the free seat is the human's")

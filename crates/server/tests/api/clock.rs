@@ -65,6 +65,7 @@ async fn start_match(service: &Service, reminder: Option<u32>) -> (MatchId, Vec<
                 match_id: created.match_id.clone(),
                 player: format!("player {seat}"),
                 seat: Some(seat),
+                ..Default::default()
             })
             .await
             .expect("join");
@@ -277,6 +278,7 @@ async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(backend: 
             pb::SetWebhookRequest {
                 match_id: id.to_string(),
                 url: "https://hooks.example/turns".to_owned(),
+                ..Default::default()
             },
         )
         .await

@@ -41,6 +41,7 @@ pub(crate) async fn create_and_join(
                 match_id: info.match_id.clone(),
                 player: format!("player {seat}"),
                 seat: None,
+                ..Default::default()
             })
             .await
             .expect("join")
@@ -453,6 +454,7 @@ async fn a_watcher_receives_every_update_of_a_match_in_order() {
                     match_id: match_id.clone(),
                     player: format!("p{seat}"),
                     seat: None,
+                    ..Default::default()
                 })
                 .await
                 .expect("join")
@@ -672,6 +674,7 @@ async fn bad_grpc_requests_get_the_right_code_and_change_nothing() {
             match_id: match_id.clone(),
             player: "x".repeat(1 << 20),
             seat: None,
+            ..Default::default()
         })
         .await
         .expect_err("huge message");

@@ -446,6 +446,7 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
         turn_timeout_secs: None,
         turn_reminder_secs: None,
         bots: Vec::new(),
+        ..Default::default()
     }
 }
 

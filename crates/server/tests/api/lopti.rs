@@ -298,6 +298,7 @@ async fn play_session(
                 match_id: match_id.clone(),
                 player: format!("player {seat}"),
                 seat: None,
+                ..Default::default()
             })
             .await
             .expect("join")

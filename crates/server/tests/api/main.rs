@@ -8,5 +8,6 @@ mod helpers;
 mod http;
 mod lopti;
 mod replicas;
+mod retries;
 mod turns;
 mod webhooks;

@@ -59,6 +59,7 @@ async fn start_match_with(
                 match_id: created.match_id.clone(),
                 player: format!("player {seat}"),
                 seat: Some(seat),
+                ..Default::default()
             })
             .await
             .expect("join")
@@ -184,6 +185,7 @@ async fn leave(client: &mut MissiveClient<Channel>, match_id: &str, token: &str)
         .leave_match(authed(
             pb::LeaveMatchRequest {
                 match_id: match_id.to_owned(),
+                ..Default::default()
             },
             token,
         ))
@@ -523,6 +525,7 @@ async fn a_player_plays_a_bot_through_the_ordinary_api() {
             match_id: match_id.clone(),
             player: "intruder".into(),
             seat: Some(1),
+            ..Default::default()
         })
         .await
         .expect_err("a bot's seat is taken");

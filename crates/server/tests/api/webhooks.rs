@@ -160,6 +160,7 @@ async fn join(client: &mut MissiveClient<Channel>, match_id: &str, seat: u32) ->
             match_id: match_id.to_owned(),
             player: format!("player {seat}"),
             seat: Some(seat),
+            ..Default::default()
         })
         .await
         .expect("join")
@@ -178,6 +179,7 @@ async fn set_webhook(
             pb::SetWebhookRequest {
                 match_id: match_id.to_owned(),
                 url: url.to_owned(),
+                ..Default::default()
             },
             token,
         ))
@@ -631,6 +633,7 @@ async fn bad_webhook_registrations_are_refused_and_change_nothing() {
         .set_webhook(pb::SetWebhookRequest {
             match_id: match_id.clone(),
             url: good.into(),
+            ..Default::default()
         })
         .await
         .expect_err("no token");
@@ -689,6 +692,7 @@ async fn a_removed_webhook_hears_nothing(app: &TestApp) {
         .leave_match(authed(
             pb::LeaveMatchRequest {
                 match_id: match_id.clone(),
+                ..Default::default()
             },
             &leaver,
         ))

@@ -1,0 +1,568 @@
+//! Retries as a mobile client makes them: a request whose answer was lost is sent again,
+//! unchanged, to a server that has since been killed and restarted, that loaded the match from
+//! a snapshot taken after the request, or to another replica. Each answers what the first
+//! attempt did. Also: bad input from one client is refused at the edge and harms no one, and a
+//! lost database fails every request within a stated bound.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Options, PgProxy, TestApp, spawn_app_with, spawn_replica_with};
+
+/// Snapshots every four events, so that a short match is loaded from one after a restart.
+const SNAPSHOTS_OFTEN: Options = Options {
+    allow_fixed_deck: false,
+    env: &[("MISSIVE_SNAPSHOT_EVERY", "4")],
+};
+
+/// A JSON request to the HTTP API: its status and body.
+async fn call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let mut request = app.http.request(method, app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    let body = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!("{path}: status {status}, a body that is not JSON ({e}): {text}")
+    });
+    (status, body)
+}
+
+async fn post(app: &TestApp, path: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
+    call(app, reqwest::Method::POST, path, token, Some(body)).await
+}
+
+async fn get(app: &TestApp, path: &str, token: Option<&str>) -> (u16, Value) {
+    call(app, reqwest::Method::GET, path, token, None).await
+}
+
+fn love_letter(seats: u32) -> Value {
+    json!({"options": {"loveLetter": {"edition": "LOVE_LETTER_EDITION_2019"}}, "seatCount": seats})
+}
+
+async fn create(app: &TestApp, body: &Value) -> String {
+    let (status, created) = post(app, "/v1/matches", None, body).await;
+    assert_eq!(status, 201, "{created}");
+    created["match"]["matchId"]
+        .as_str()
+        .expect("a match id")
+        .to_owned()
+}
+
+/// A two-seat Love Letter match with both seats taken; its id and the seats' tokens.
+async fn started(app: &TestApp) -> (String, Vec<String>) {
+    let id = create(app, &love_letter(2)).await;
+    let mut tokens = Vec::new();
+    for player in ["ann", "bob"] {
+        let (status, joined) = post(
+            app,
+            &format!("/v1/matches/{id}/join"),
+            None,
+            &json!({"player": player}),
+        )
+        .await;
+        assert_eq!(status, 200, "{joined}");
+        tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
+    }
+    (id, tokens)
+}
+
+/// The awaited seat's token and the act request its first legal action makes, pinned to the
+/// current version; `None` once the match is over.
+async fn next_act(
+    app: &TestApp,
+    id: &str,
+    tokens: &[String],
+    request_id: &str,
+) -> Option<(String, Value)> {
+    for token in tokens {
+        let (status, view) = get(app, &format!("/v1/matches/{id}/view"), Some(token)).await;
+        assert_eq!(status, 200, "{view}");
+        let view = &view["view"];
+        if let Some(action) = view["legalActions"].as_array().and_then(|a| a.first()) {
+            let version = view["version"].as_str().expect("a version").to_owned();
+            let body =
+                json!({"requestId": request_id, "action": action, "expectedVersion": version});
+            return Some((token.clone(), body));
+        }
+    }
+    None
+}
+
+/// Plays the first legal action; the act's token, body and answer.
+async fn play(
+    app: &TestApp,
+    id: &str,
+    tokens: &[String],
+    request_id: &str,
+) -> Option<(String, Value, Value)> {
+    let (token, body) = next_act(app, id, tokens, request_id).await?;
+    let (status, answer) = post(app, &format!("/v1/matches/{id}/act"), Some(&token), &body).await;
+    assert_eq!(status, 200, "{answer}");
+    Some((token, body, answer))
+}
+
+fn version(answer: &Value) -> u64 {
+    answer["version"]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no version in {answer}"))
+}
+
+fn assert_reused(status: u16, body: &Value) {
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["rule"], "request-id-reused", "{body}");
+}
+
+async fn count_matches(app: &TestApp, status: &str) -> usize {
+    let (code, list) = get(app, &format!("/v1/matches?status={status}&limit=200"), None).await;
+    assert_eq!(code, 200, "{list}");
+    list["matches"].as_array().map_or(0, Vec::len)
+}
+
+/// The act is applied, its answer lost; nine more acts move the match on past two snapshots
+/// and the server is killed. The first act, sent again unchanged, is a duplicate with its
+/// original version: after the restart, on another replica (PostgreSQL), and after the end.
+async fn act_retried_after_snapshot_and_restart(backend: Backend) {
+    let mut app = spawn_app_with(backend, SNAPSHOTS_OFTEN).await;
+    let (id, tokens) = started(&app).await;
+    let (token, first, answer) = play(&app, &id, &tokens, "act-first").await.expect("a move");
+    let original = version(&answer);
+    for n in 0..8 {
+        play(&app, &id, &tokens, &format!("act-{n}"))
+            .await
+            .expect("the match goes on");
+    }
+    app.restart_after(Duration::ZERO).await;
+    let path = format!("/v1/matches/{id}/act");
+    let (status, again) = post(&app, &path, Some(&token), &first).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(version(&again), original);
+    // The same id for another request: refused, and nothing changes.
+    let before = version(&get(&app, &format!("/v1/matches/{id}/view"), None).await.1["view"]);
+    let mut other = first.clone();
+    other["expectedVersion"] = json!((before).to_string());
+    let (status, refused) = post(&app, &path, Some(&token), &other).await;
+    assert_reused(status, &refused);
+    let other_seat = tokens.iter().find(|t| **t != token).expect("two seats");
+    let (status, refused) = post(&app, &path, Some(other_seat), &first).await;
+    assert_reused(status, &refused);
+    assert_eq!(
+        version(&get(&app, &format!("/v1/matches/{id}/view"), None).await.1["view"]),
+        before
+    );
+    if backend == Backend::Postgres {
+        let replica = spawn_replica_with(&app, &[("MISSIVE_SNAPSHOT_EVERY", "4".into())]).await;
+        let (status, again) = post(&replica, &path, Some(&token), &first).await;
+        assert_eq!(
+            (status, &again["duplicate"]),
+            (200, &json!(true)),
+            "{again}"
+        );
+        assert_eq!(version(&again), original);
+    }
+    // Played to the end, and restarted again: still the same answer.
+    let mut n = 0;
+    while play(&app, &id, &tokens, &format!("end-{n}"))
+        .await
+        .is_some()
+    {
+        n += 1;
+        assert!(n < 500, "a match ends");
+    }
+    app.restart_after(Duration::ZERO).await;
+    let (status, again) = post(&app, &path, Some(&token), &first).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        (again["duplicate"].clone(), version(&again)),
+        (json!(true), original)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_postgres() {
+    act_retried_after_snapshot_and_restart(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_sqlite() {
+    act_retried_after_snapshot_and_restart(Backend::Sqlite).await;
+}
+
+/// A join whose answer was lost, sent again after a restart (and to a replica): the same seat
+/// and a seat token that works. The same id for another player is refused.
+async fn join_retried(backend: Backend) {
+    let mut app = spawn_app_with(backend, SNAPSHOTS_OFTEN).await;
+    let id = create(&app, &love_letter(2)).await;
+    let path = format!("/v1/matches/{id}/join");
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let ann = json!({"player": "ann", "requestId": request_id});
+    let (status, first) = post(&app, &path, None, &ann).await;
+    assert_eq!(status, 200, "{first}");
+    app.restart_after(Duration::ZERO).await;
+    let (status, again) = post(&app, &path, None, &ann).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["seatToken"], first["seatToken"]);
+    let seat_of = |answer: &Value| answer["seat"].as_u64().unwrap_or(0);
+    assert_eq!(seat_of(&again), seat_of(&first));
+    let token = first["seatToken"].as_str().expect("token");
+    let (status, view) = get(&app, &format!("/v1/matches/{id}/view"), Some(token)).await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(
+        view["view"]["seat"].as_u64(),
+        Some(seat_of(&first)),
+        "{view}"
+    );
+    // Another player with the same id, or the same player asking for another seat: refused.
+    let (status, refused) = post(
+        &app,
+        &path,
+        None,
+        &json!({"player": "eve", "requestId": request_id}),
+    )
+    .await;
+    assert_reused(status, &refused);
+    let (status, refused) = post(
+        &app,
+        &path,
+        None,
+        &json!({"player": "ann", "requestId": request_id, "seat": 1}),
+    )
+    .await;
+    assert_reused(status, &refused);
+    // A request id a guesser could find is refused for joins.
+    let (status, short) = post(
+        &app,
+        &path,
+        None,
+        &json!({"player": "eve", "requestId": "j-1"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{short}");
+    // The match starts; a retry is still answered alike, by this server and by a replica.
+    let (status, bob) = post(&app, &path, None, &json!({"player": "bob"})).await;
+    assert_eq!(status, 200, "{bob}");
+    let (status, again) = post(&app, &path, None, &ann).await;
+    assert_eq!(
+        (status, &again["seatToken"]),
+        (200, &first["seatToken"]),
+        "{again}"
+    );
+    if backend == Backend::Postgres {
+        let replica = spawn_replica_with(&app, &[]).await;
+        let (status, again) = post(&replica, &path, None, &ann).await;
+        assert_eq!(
+            (status, &again["seatToken"]),
+            (200, &first["seatToken"]),
+            "{again}"
+        );
+    }
+    // The whole history holds one join for ann, and it does not show her request id.
+    let (status, history) = get(&app, &format!("/v1/matches/{id}/history"), Some(token)).await;
+    assert_eq!(status, 200, "{history}");
+    let joins = history["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|e| e["joined"]["player"] == "ann")
+        .count();
+    assert_eq!(joins, 1, "{history}");
+    assert!(!history.to_string().contains(&request_id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_postgres() {
+    join_retried(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_sqlite() {
+    join_retried(Backend::Sqlite).await;
+}
+
+/// A creation sent twice with one request id makes one match; with another body, a refusal.
+/// A leave and a webhook registration retried answer what they first did.
+async fn create_leave_and_webhook_retried(backend: Backend) {
+    let mut app = spawn_app_with(backend, Options::default()).await;
+    let mut body = love_letter(3);
+    body["requestId"] = json!("create-7a1f9c");
+    let id = create(&app, &body).await;
+    app.restart_after(Duration::ZERO).await;
+    assert_eq!(create(&app, &body).await, id, "the same match");
+    assert_eq!(count_matches(&app, "MATCH_STATUS_OPEN").await, 1, "and no orphan");
+    let mut other = body.clone();
+    other["seatCount"] = json!(2);
+    let (status, refused) = post(&app, "/v1/matches", None, &other).await;
+    assert_reused(status, &refused);
+    assert_eq!(count_matches(&app, "MATCH_STATUS_OPEN").await, 1);
+
+    let (status, joined) = post(
+        &app,
+        &format!("/v1/matches/{id}/join"),
+        None,
+        &json!({"player": "ann"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{joined}");
+    let token = joined["seatToken"].as_str().expect("token").to_owned();
+    let hook = format!("/v1/matches/{id}/webhook");
+    let register = json!({"url": "http://127.0.0.1:9/hook", "requestId": "hook-1"});
+    let (status, first) = call(
+        &app,
+        reqwest::Method::PUT,
+        &hook,
+        Some(&token),
+        Some(&register),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    app.restart_after(Duration::ZERO).await;
+    let (status, again) = call(
+        &app,
+        reqwest::Method::PUT,
+        &hook,
+        Some(&token),
+        Some(&register),
+    )
+    .await;
+    assert_eq!(
+        (status, &again["secret"]),
+        (200, &first["secret"]),
+        "{again}"
+    );
+    let moved = json!({"url": "http://127.0.0.1:9/elsewhere", "requestId": "hook-1"});
+    let (status, refused) = call(
+        &app,
+        reqwest::Method::PUT,
+        &hook,
+        Some(&token),
+        Some(&moved),
+    )
+    .await;
+    assert_reused(status, &refused);
+    let (_, registered) = get(&app, &hook, Some(&token)).await;
+    assert_eq!(registered["url"], "http://127.0.0.1:9/hook", "{registered}");
+
+    let leave = format!("/v1/matches/{id}/leave");
+    let (status, left) = post(&app, &leave, Some(&token), &json!({"requestId": "leave-1"})).await;
+    assert_eq!(status, 200, "{left}");
+    // The seat is free again and the token no longer valid, but the retry is recognised.
+    let (status, again) = post(&app, &leave, Some(&token), &json!({"requestId": "leave-1"})).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        again["match"]["version"], left["match"]["version"],
+        "nothing new: {again}"
+    );
+    let (status, refused) = post(&app, &leave, None, &json!({"requestId": "leave-1"})).await;
+    assert_eq!(status, 401, "{refused}");
+    let (status, refused) =
+        post(&app, &leave, Some(&token), &json!({"requestId": "leave-2"})).await;
+    assert_eq!(status, 401, "a new leave needs a valid token: {refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_postgres() {
+    create_leave_and_webhook_retried(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_sqlite() {
+    create_leave_and_webhook_retried(Backend::Sqlite).await;
+}
+
+/// Input no store can hold is refused at the edge with 400, stores nothing, and leaves every
+/// other request working, also after a restart.
+async fn bad_input_harms_no_one(backend: Backend) {
+    let mut app = spawn_app_with(backend, Options::default()).await;
+    let (id, tokens) = started(&app).await;
+    let (token, mut act) = next_act(&app, &id, &tokens, "ok-1").await.expect("a move");
+    let act_path = format!("/v1/matches/{id}/act");
+    act["requestId"] = json!("bad\u{0}id");
+    let (status, refused) = post(&app, &act_path, Some(&token), &act).await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("requestId"),
+        "{refused}"
+    );
+    let open = create(&app, &love_letter(2)).await;
+    let (status, refused) = post(
+        &app,
+        &format!("/v1/matches/{open}/join"),
+        None,
+        &json!({"player": "nul\u{0}name"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, refused) = get(&app, "/v1/matches?kind=love%00letter", None).await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, refused) = get(&app, "/v1/matches?kind=chess", None).await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, refused) = get(&app, "/v1/matches?pageToken=%00", None).await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, refused) = call(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/v1/matches/{id}/webhook"),
+        Some(&token),
+        Some(&json!({"url": "http://127.0.0.1:9/a\u{0}b"})),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    for secs in [2_147_483_648u64, 4_294_967_295, 0] {
+        let mut body = love_letter(2);
+        body["turnTimeoutSecs"] = json!(secs);
+        let (status, refused) = post(&app, "/v1/matches", None, &body).await;
+        assert_eq!(status, 400, "{secs}: {refused}");
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("turnTimeoutSecs")
+        );
+    }
+    assert_eq!(
+        count_matches(&app, "MATCH_STATUS_OPEN").await,
+        1,
+        "nothing more was stored"
+    );
+    // Everyone else carries on, the bad client's match included.
+    act["requestId"] = json!("ok-1");
+    let (status, acted) = post(&app, &act_path, Some(&token), &act).await;
+    assert_eq!(status, 200, "{acted}");
+    app.restart_after(Duration::ZERO).await;
+    let health = app
+        .http
+        .get(app.url("/healthz"))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(health.status(), 200);
+    assert_eq!(count_matches(&app, "MATCH_STATUS_OPEN").await, 1);
+    assert_eq!(count_matches(&app, "MATCH_STATUS_ACTIVE").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_postgres() {
+    bad_input_harms_no_one(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_sqlite() {
+    bad_input_harms_no_one(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_frameworks_own_errors_carry_the_json_error_body() {
+    let app = spawn_app_with(Backend::Sqlite, Options::default()).await;
+    let (status, body) = get(&app, "/no/such/route", None).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{body}"
+    );
+    let (status, body) = call(&app, reqwest::Method::DELETE, "/v1/matches", None, None).await;
+    assert_eq!(status, 405, "{body}");
+    assert!(
+        body["code"].is_string() && body["message"].is_string(),
+        "{body}"
+    );
+    let (status, body) = get(&app, "/v1/matches/%FF%FE/view", None).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].is_string(), "{body}");
+    let (status, body) = get(&app, "/v1/matches/not-a-uuid/view?seat=x", None).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = get(&app, "/v1/matches?limit=-1", None).await;
+    assert_eq!(status, 400, "{body}");
+}
+
+/// With the database cut off, every request fails within the pool's connection wait plus the
+/// stated grace, however many of them queue behind one match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_database_fails_every_request_within_the_stated_bound() {
+    const WAIT_MS: u64 = 1000;
+    let first = spawn_app_with(Backend::Postgres, Options::default()).await;
+    let proxy = PgProxy::start().await;
+    let app = spawn_replica_with(
+        &first,
+        &[
+            ("DATABASE_URL", proxy.url(first.database_url())),
+            ("MISSIVE_DB_ACQUIRE_TIMEOUT_MS", WAIT_MS.to_string()),
+        ],
+    )
+    .await;
+    let (id, tokens) = started(&app).await;
+    let (token, act) = next_act(&app, &id, &tokens, "cut-0").await.expect("a move");
+    let open = create(&app, &love_letter(2)).await;
+    proxy.cut();
+    let bound = Duration::from_millis(WAIT_MS) + missive_server::service::STORE_GRACE;
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..12 {
+        let (app_http, base) = (app.http.clone(), app.url(""));
+        let (id, open, token) = (id.clone(), open.clone(), token.clone());
+        let mut act = act.clone();
+        act["requestId"] = json!(format!("cut-{n}"));
+        calls.spawn(async move {
+            let started = Instant::now();
+            let request = match n % 4 {
+                0 | 1 => app_http
+                    .post(format!("{base}/v1/matches/{id}/act"))
+                    .bearer_auth(&token)
+                    .json(&act),
+                2 => app_http.get(format!("{base}/v1/matches/{id}/view")),
+                _ => app_http
+                    .post(format!("{base}/v1/matches/{open}/join"))
+                    .json(&json!({"player": format!("p{n}")})),
+            };
+            let status = request.send().await.expect("answered").status().as_u16();
+            (n, status, started.elapsed())
+        });
+    }
+    let mut slowest = Duration::ZERO;
+    while let Some(done) = calls.join_next().await {
+        let (n, status, took) = done.expect("joined");
+        assert_eq!(status, 503, "request {n}");
+        slowest = slowest.max(took);
+    }
+    // Scheduling on a loaded two-core machine gets a little slack on top of the bound.
+    assert!(
+        slowest <= bound + Duration::from_millis(500),
+        "the slowest failure took {slowest:?}, the bound is {bound:?}"
+    );
+    eprintln!(
+        "database cut: 12 concurrent requests failed, the slowest after {slowest:?} (bound {bound:?})"
+    );
+    proxy.restore();
+    let restored = Instant::now();
+    loop {
+        let health = app
+            .http
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .expect("answers");
+        if health.status() == 200 {
+            break;
+        }
+        assert!(
+            restored.elapsed() < Duration::from_secs(15),
+            "recovers by itself"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
