@@ -267,6 +267,8 @@ impl TestApp {
 pub(crate) struct PgProxy {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
+    /// New connections are accepted and then never answered, as by a database that hangs.
+    hang: Arc<AtomicBool>,
     live: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -280,11 +282,19 @@ impl PgProxy {
             .expect("bind the proxy");
         let addr = listener.local_addr().expect("proxy address");
         let cut = Arc::new(AtomicBool::new(false));
+        let hang = Arc::new(AtomicBool::new(false));
         let live = Arc::new(Mutex::new(Vec::new()));
         let accept = tokio::spawn({
             let (upstream, cut, live) = (upstream.clone(), cut.clone(), live.clone());
+            let hang = hang.clone();
             async move {
+                let mut held = Vec::new();
                 while let Ok((mut inbound, _)) = listener.accept().await {
+                    if hang.load(Ordering::SeqCst) {
+                        held.push(inbound); // accepted, and never answered
+                        continue;
+                    }
+                    held.clear();
                     if cut.load(Ordering::SeqCst) {
                         drop(inbound); // refused: closed at once
                         continue;
@@ -305,6 +315,7 @@ impl PgProxy {
         PgProxy {
             addr,
             cut,
+            hang,
             live,
             accept,
         }
@@ -327,8 +338,16 @@ impl PgProxy {
         }
     }
 
+    /// Drops every connection through the proxy and leaves new ones unanswered: a database
+    /// that hangs, or a network that drops packets, where every connection attempt waits.
+    pub(crate) fn hang(&self) {
+        self.hang.store(true, Ordering::SeqCst);
+        self.cut();
+    }
+
     /// Lets connections through again.
     pub(crate) fn restore(&self) {
+        self.hang.store(false, Ordering::SeqCst);
         self.cut.store(false, Ordering::SeqCst);
     }
 }
