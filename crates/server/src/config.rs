@@ -1,19 +1,38 @@
-//! The server's configuration: one typed struct, from flags and environment, parsed once in
-//! `main`. Secrets (a database URL may hold a password) are redacted in `Debug`.
+//! The server's configuration: one typed struct, grouped by concern, from flags and
+//! environment, parsed once in `main`. Secrets (a database URL may hold a password) are
+//! redacted in `Debug`; the store's defaults are [`StoreOptions::default`]'s.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use missive_store::StoreOptions;
 
-#[derive(Clone, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "missive",
     version,
     about = "Missive: a server for asynchronous turn-based games"
 )]
 pub struct Config {
+    #[command(flatten)]
+    pub listen: Listen,
+    #[command(flatten)]
+    pub store: StoreConfig,
+    #[command(flatten)]
+    pub requests: Requests,
+    #[command(flatten)]
+    pub turns: Turns,
+    #[command(flatten)]
+    pub webhooks: Webhooks,
+    #[command(flatten)]
+    pub watch: Watch,
+}
+
+/// Where the server listens.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Listen {
     /// Address for gRPC (port 0 picks a free port).
     #[arg(long, env = "MISSIVE_GRPC_ADDR", default_value = "127.0.0.1:50051")]
     pub grpc_addr: SocketAddr,
@@ -21,15 +40,46 @@ pub struct Config {
     /// Address for HTTP/JSON, SSE, /openapi.json, /healthz and /metrics (port 0 picks a free port).
     #[arg(long, env = "MISSIVE_HTTP_ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: SocketAddr,
+}
 
+/// The match store. Defaults come from [`StoreOptions::default`], the one place they are set.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreConfig {
     /// Directory for the embedded SQLite store (used when no database URL is given).
     #[arg(long, env = "MISSIVE_DATA_DIR", default_value = "./missive-data")]
     pub data_dir: PathBuf,
 
     /// postgres://… to use PostgreSQL, or sqlite://path; default: SQLite under the data dir.
     #[arg(long, env = "DATABASE_URL")]
-    pub database_url: Option<String>,
+    pub database_url: Option<Secret>,
 
+    /// Write a state snapshot every this many events.
+    #[arg(long, env = "MISSIVE_SNAPSHOT_EVERY", default_value_t = StoreOptions::default().snapshot_every)]
+    pub snapshot_every: u64,
+
+    /// Database connection pool size.
+    #[arg(long, env = "MISSIVE_DB_MAX_CONNECTIONS", default_value_t = StoreOptions::default().max_connections)]
+    pub db_max_connections: u32,
+
+    /// PostgreSQL: milliseconds a request waits for a database connection (including
+    /// connecting) before it fails with UNAVAILABLE / 503.
+    #[arg(long, env = "MISSIVE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = StoreOptions::default().acquire_timeout.as_millis() as u64)]
+    pub db_acquire_timeout_ms: u64,
+
+    /// PostgreSQL: announce appends with NOTIFY and LISTEN for other replicas' appends, so
+    /// their watchers hear at once. Off (e.g. behind a transaction-pooling proxy), watchers
+    /// rely on the recheck timer alone.
+    #[arg(long, env = "MISSIVE_NOTIFY", default_value_t = StoreOptions::default().notify, action = clap::ArgAction::Set)]
+    pub notify: bool,
+
+    /// Matches kept in memory.
+    #[arg(long, env = "MISSIVE_CACHE_CAPACITY", default_value_t = 10_000)]
+    pub cache_capacity: usize,
+}
+
+/// What a request may be and take.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Requests {
     /// Allow CreateMatch with a fixed deck order (for tests and tutorials). Off by default.
     #[arg(long, env = "MISSIVE_ALLOW_FIXED_DECK", default_value_t = false)]
     pub allow_fixed_deck: bool,
@@ -45,19 +95,11 @@ pub struct Config {
     /// Requests served at once per transport; more wait.
     #[arg(long, env = "MISSIVE_CONCURRENCY_LIMIT", default_value_t = 256)]
     pub concurrency_limit: usize,
+}
 
-    /// Write a state snapshot every this many events.
-    #[arg(long, env = "MISSIVE_SNAPSHOT_EVERY", default_value_t = 64)]
-    pub snapshot_every: u64,
-
-    /// Database connection pool size.
-    #[arg(long, env = "MISSIVE_DB_MAX_CONNECTIONS", default_value_t = 10)]
-    pub db_max_connections: u32,
-
-    /// Matches kept in memory.
-    #[arg(long, env = "MISSIVE_CACHE_CAPACITY", default_value_t = 10_000)]
-    pub cache_capacity: usize,
-
+/// Turn deadlines and bot turns.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Turns {
     /// Milliseconds between two looks for passed turn deadlines (bot turns this server
     /// creates are played at once).
     #[arg(long, env = "MISSIVE_TURN_POLL_MS", default_value_t = 250)]
@@ -67,7 +109,11 @@ pub struct Config {
     /// died while playing it).
     #[arg(long, env = "MISSIVE_TURN_LEASE_SECS", default_value_t = 30)]
     pub turn_lease_secs: u64,
+}
 
+/// "Your turn" webhooks and their delivery.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Webhooks {
     /// Delay before the first retry of a failed webhook delivery, in milliseconds; each further
     /// retry waits twice as long (less up to a quarter, at random), up to the maximum.
     #[arg(long, env = "MISSIVE_WEBHOOK_RETRY_BASE_MS", default_value_t = 5_000)]
@@ -94,57 +140,94 @@ pub struct Config {
     /// Seconds a webhook receiver has to answer one delivery.
     #[arg(long, env = "MISSIVE_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
+}
 
-    /// PostgreSQL: milliseconds a request waits for a database connection (including
-    /// connecting) before it fails with UNAVAILABLE / 503.
-    #[arg(long, env = "MISSIVE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = 3000)]
-    pub db_acquire_timeout_ms: u64,
-
-    /// PostgreSQL: announce appends with NOTIFY and LISTEN for other replicas' appends, so
-    /// their watchers hear at once. Off (e.g. behind a transaction-pooling proxy), watchers
-    /// rely on the recheck timer alone.
-    #[arg(long, env = "MISSIVE_NOTIFY", default_value_t = true, action = clap::ArgAction::Set)]
-    pub notify: bool,
-
+/// Watch streams.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Watch {
     /// Milliseconds between a watch stream's own checks of the store for updates it was not
     /// told of (a missed notification, another replica without NOTIFY).
     #[arg(long, env = "MISSIVE_WATCH_RECHECK_MS", default_value_t = 10_000)]
     pub watch_recheck_ms: u64,
 }
 
-impl Config {
-    pub fn turn_poll(&self) -> Duration {
+/// A setting that may hold a credential (a database URL with a password): shown in `Debug`
+/// with the password replaced by `***`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", redact(&self.0))
+    }
+}
+
+impl Turns {
+    pub fn poll(&self) -> Duration {
         Duration::from_millis(self.turn_poll_ms.max(1))
     }
 
-    pub fn turn_lease(&self) -> Duration {
+    pub fn lease(&self) -> Duration {
         Duration::from_secs(self.turn_lease_secs.max(1))
     }
+}
 
-    pub fn request_timeout(&self) -> Duration {
+impl Requests {
+    pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs.max(1))
     }
+}
 
-    pub fn db_acquire_timeout(&self) -> Duration {
-        Duration::from_millis(self.db_acquire_timeout_ms.max(1))
-    }
-
-    pub fn watch_recheck(&self) -> Duration {
+impl Watch {
+    pub fn recheck(&self) -> Duration {
         Duration::from_millis(self.watch_recheck_ms.max(10))
     }
+}
 
+impl StoreConfig {
     /// The store URL: the database URL if given, else SQLite in the data directory.
-    pub fn store_url(&self) -> String {
+    pub fn url(&self) -> String {
         match &self.database_url {
-            Some(url) if !url.is_empty() => url.clone(),
+            Some(url) if !url.expose().is_empty() => url.expose().to_owned(),
             _ => format!("sqlite://{}", self.data_dir.join("missive.db").display()),
+        }
+    }
+
+    /// Whether the store is the embedded SQLite one in the data directory.
+    pub fn embedded(&self) -> bool {
+        self.database_url
+            .as_ref()
+            .is_none_or(|url| url.expose().is_empty())
+    }
+
+    /// The store's options.
+    pub fn options(&self) -> StoreOptions {
+        StoreOptions {
+            snapshot_every: self.snapshot_every,
+            max_connections: self.db_max_connections,
+            acquire_timeout: Duration::from_millis(self.db_acquire_timeout_ms.max(1)),
+            notify: self.notify,
         }
     }
 }
 
-impl Config {
+impl Webhooks {
     /// The delivery worker's settings.
-    pub fn webhook_settings(&self) -> crate::webhooks::Settings {
+    pub fn settings(&self) -> crate::webhooks::Settings {
         crate::webhooks::Settings {
             retry_base: Duration::from_millis(self.webhook_retry_base_ms.max(1)),
             retry_max: Duration::from_secs(self.webhook_retry_max_secs.max(1)),
@@ -170,35 +253,6 @@ fn redact(url: &str) -> String {
     }
 }
 
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
-            .field("grpc_addr", &self.grpc_addr)
-            .field("http_addr", &self.http_addr)
-            .field("data_dir", &self.data_dir)
-            .field("database_url", &self.database_url.as_deref().map(redact))
-            .field("allow_fixed_deck", &self.allow_fixed_deck)
-            .field("request_timeout_secs", &self.request_timeout_secs)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("concurrency_limit", &self.concurrency_limit)
-            .field("snapshot_every", &self.snapshot_every)
-            .field("db_max_connections", &self.db_max_connections)
-            .field("cache_capacity", &self.cache_capacity)
-            .field("turn_poll_ms", &self.turn_poll_ms)
-            .field("turn_lease_secs", &self.turn_lease_secs)
-            .field("webhook_retry_base_ms", &self.webhook_retry_base_ms)
-            .field("webhook_retry_max_secs", &self.webhook_retry_max_secs)
-            .field("webhook_max_attempts", &self.webhook_max_attempts)
-            .field("webhook_poll_ms", &self.webhook_poll_ms)
-            .field("webhook_timeout_secs", &self.webhook_timeout_secs)
-            .field("webhook_allow_private", &self.webhook_allow_private)
-            .field("db_acquire_timeout_ms", &self.db_acquire_timeout_ms)
-            .field("notify", &self.notify)
-            .field("watch_recheck_ms", &self.watch_recheck_ms)
-            .finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +270,13 @@ mod tests {
             shown.contains("postgres://app:***@db:5432/missive"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn the_store_defaults_are_the_stores_own() {
+        let config = Config::parse_from(["missive"]);
+        assert_eq!(config.store.options(), StoreOptions::default());
+        assert!(config.store.embedded());
+        assert!(config.store.url().ends_with("missive-data/missive.db"));
     }
 }

@@ -434,11 +434,11 @@ pub fn router(config: &Config, service: Arc<Service>) -> Router {
                 .layer(middleware::map_response(json_errors))
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
-                    config.request_timeout(),
+                    config.requests.timeout(),
                 ))
-                .layer(DefaultBodyLimit::max(config.max_body_bytes))
+                .layer(DefaultBodyLimit::max(config.requests.max_body_bytes))
                 .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
-                    config.concurrency_limit,
+                    config.requests.concurrency_limit,
                 )),
         )
 }

@@ -26,7 +26,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context;
-use missive_store::{Store, StoreOptions};
+use missive_store::Store;
 use tokio::net::TcpListener;
 
 pub use crate::config::Config;
@@ -37,29 +37,21 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Connects the store (running its migrations) and builds the service.
 pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
-    if config.database_url.as_deref().is_none_or(str::is_empty) {
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!("creating the data directory {}", config.data_dir.display())
-        })?;
+    if config.store.embedded() {
+        let dir = &config.store.data_dir;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the data directory {}", dir.display()))?;
     }
-    let store = Store::connect(
-        &config.store_url(),
-        StoreOptions {
-            snapshot_every: config.snapshot_every,
-            max_connections: config.db_max_connections,
-            acquire_timeout: config.db_acquire_timeout(),
-            notify: config.notify,
-        },
-    )
-    .await
-    .context("connecting to the store")?;
+    let store = Store::connect(&config.store.url(), config.store.options())
+        .await
+        .context("connecting to the store")?;
     Ok(Arc::new(Service::new(
         store,
         Settings {
-            allow_fixed_deck: config.allow_fixed_deck,
-            cache_capacity: config.cache_capacity,
-            watch_recheck: config.watch_recheck(),
-            webhook_allow_private: config.webhook_allow_private,
+            allow_fixed_deck: config.requests.allow_fixed_deck,
+            cache_capacity: config.store.cache_capacity,
+            watch_recheck: config.watch.recheck(),
+            webhook_allow_private: config.webhooks.webhook_allow_private,
             clock: clock::Clock::system(),
         },
     )))
@@ -80,7 +72,7 @@ pub async fn run(
     // and is attempted again (here or by another replica) once its lease runs out.
     let webhook_worker = tokio::spawn(webhooks::run(
         service.store().clone(),
-        config.webhook_settings(),
+        config.webhooks.settings(),
         service.webhook_wake(),
         stop_rx.clone(),
     ));
@@ -104,8 +96,8 @@ pub async fn run(
     ));
     let turns_task = tokio::spawn(turns::run(
         service.clone(),
-        config.turn_poll(),
-        config.turn_lease(),
+        config.turns.poll(),
+        config.turns.lease(),
         stopped(),
     ));
     let http_task = tokio::spawn(http::serve(config, service, http, stopped()));
@@ -154,15 +146,15 @@ async fn grpc_server(
         .build_v1()
         .context("building the reflection service")?;
     let missive = MissiveServer::new(grpc::Grpc::new(service))
-        .max_decoding_message_size(config.max_body_bytes);
+        .max_decoding_message_size(config.requests.max_body_bytes);
     tonic::transport::Server::builder()
-        .timeout(config.request_timeout())
-        .concurrency_limit_per_connection(config.concurrency_limit)
+        .timeout(config.requests.timeout())
+        .concurrency_limit_per_connection(config.requests.concurrency_limit)
         .layer(metrics::GrpcMetricsLayer)
         // One limit across all connections; the per-connection one alone would let many
         // clients together exceed it.
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
-            config.concurrency_limit,
+            config.requests.concurrency_limit,
         ))
         .add_service(health)
         .add_service(reflection)

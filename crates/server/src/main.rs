@@ -22,12 +22,12 @@ async fn main() -> anyhow::Result<()> {
     tracing::debug!(?config, "configuration");
 
     let service = missive_server::build_service(&config).await?;
-    let grpc = TcpListener::bind(config.grpc_addr)
+    let grpc = TcpListener::bind(config.listen.grpc_addr)
         .await
-        .with_context(|| format!("binding gRPC to {}", config.grpc_addr))?;
-    let http = TcpListener::bind(config.http_addr)
+        .with_context(|| format!("binding gRPC to {}", config.listen.grpc_addr))?;
+    let http = TcpListener::bind(config.listen.http_addr)
         .await
-        .with_context(|| format!("binding HTTP to {}", config.http_addr))?;
+        .with_context(|| format!("binding HTTP to {}", config.listen.http_addr))?;
     // Printed on stdout, one line each, so scripts and tests can read the bound ports.
     println!("missive gRPC listening on {}", grpc.local_addr()?);
     println!("missive HTTP listening on http://{}", http.local_addr()?);

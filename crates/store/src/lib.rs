@@ -455,7 +455,7 @@ pub struct StoreOptions {
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
-            snapshot_every: 100,
+            snapshot_every: 64,
             max_connections: 10,
             acquire_timeout: Duration::from_secs(3),
             notify: true,
