@@ -124,6 +124,7 @@ async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Pla
                     match_id: id.clone(),
                     player: format!("load-{n}"),
                     seat: None,
+                    nonce: None,
                 })
                 .await?
                 .into_inner();

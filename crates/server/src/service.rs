@@ -29,8 +29,9 @@ use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 
 use crate::auth;
 use crate::bots;
+use crate::deal;
 use crate::error::{ApiError, ApiResult};
-use crate::games::{GameKind, MatchState, Registry};
+use crate::games::{GameKind, MatchState, NotDealt, Registry};
 
 /// Event kinds, persisted: never rename one.
 pub mod kinds {
@@ -98,6 +99,62 @@ struct Live {
     seed: Option<[u8; 32]>,
     /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
     vacated: Vec<u8>,
+    /// Until a match dealt at its start starts: what its deal will be made from.
+    undealt: Option<Undealt>,
+}
+
+/// What a match dealt at its start will be dealt from, until it starts: the committed seed and
+/// the nonce of each seat's holder (see `deal.rs`). Its state is [`NotDealt`] meanwhile.
+#[derive(Debug, Clone)]
+struct Undealt {
+    seed: [u8; 32],
+    holders: deal::Holders,
+}
+
+impl Undealt {
+    fn new(seed: [u8; 32], seats: u8) -> Self {
+        Undealt {
+            seed,
+            holders: deal::Holders::new(seats),
+        }
+    }
+
+    /// The dealt state, once every seat is held.
+    fn deal(
+        &self,
+        game: &dyn GameKind,
+        config: &Value,
+        seats: u8,
+    ) -> ApiResult<Option<Box<dyn MatchState>>> {
+        self.holders
+            .all()
+            .map(|nonces| game.setup(config, seats, deal::seed(&self.seed, &nonces)))
+            .transpose()
+    }
+}
+
+/// Folds one event into a state, returning the observations it produced: the rules apply
+/// actions and timeouts, and in a match dealt at its start (`undealt` until then) the event
+/// that fills the last seat deals, and what the deal told each seat belongs to that event.
+fn fold_event(
+    game: &dyn GameKind,
+    record: &MatchRecord,
+    state: &mut Box<dyn MatchState>,
+    undealt: &mut Option<Undealt>,
+    event: &StoredEvent,
+) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
+    let Some(pending) = undealt.as_mut() else {
+        return fold(state.as_mut(), event);
+    };
+    pending.holders.note_event(event)?;
+    match pending.deal(game, &record.config, record.seat_count)? {
+        Some(dealt) => {
+            *state = dealt;
+            *undealt = None;
+            Ok(state.setup_observations())
+        }
+        None => fold(state.as_mut(), event),
+    }
 }
 
 impl Live {
@@ -552,7 +609,13 @@ impl Service {
         live: &mut Live,
         event: &StoredEvent,
     ) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
-        let observations = fold(live.state.as_mut(), event)?;
+        let observations = fold_event(
+            live.game.as_ref(),
+            &live.record,
+            &mut live.state,
+            &mut live.undealt,
+            event,
+        )?;
         live.note(event);
         advance_record(&mut live.record, event, live.state.as_ref())?;
         live.deadlines = next_deadlines(&live.deadlines, &live.record, live.state.as_ref(), event);
@@ -564,16 +627,23 @@ impl Service {
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
         let loaded = self.store.load(id, game.rules_version()).await?;
-        let (state, ids_complete) = match loaded.snapshot {
+        let (state, ids_complete, undealt) = match loaded.snapshot {
             Some(snapshot) if snapshot.rules_version == game.rules_version() => {
-                (game.restore(snapshot.state)?, false)
+                (game.restore(snapshot.state)?, false, None)
             }
             _ => {
                 let seed = self.store.seed(id).await?;
-                (
-                    game.setup(&loaded.record.config, loaded.record.seat_count, seed)?,
-                    true,
-                )
+                let seats = loaded.record.seat_count;
+                if loaded
+                    .events
+                    .first()
+                    .is_some_and(|created| deal::deals_at_start(&created.payload))
+                {
+                    let undealt = Undealt::new(seed, seats);
+                    (Box::new(NotDealt) as Box<dyn MatchState>, true, Some(undealt))
+                } else {
+                    (game.setup(&loaded.record.config, seats, seed)?, true, None)
+                }
             }
         };
         let mut live = Live {
@@ -585,9 +655,16 @@ impl Service {
             deadlines: Vec::new(),
             seed: None,
             vacated: Vec::new(),
+            undealt,
         };
         for event in &loaded.events {
-            let observations = fold(live.state.as_mut(), event)?;
+            let observations = fold_event(
+                live.game.as_ref(),
+                &live.record,
+                &mut live.state,
+                &mut live.undealt,
+                event,
+            )?;
             drop(observations);
             live.note(event);
         }
@@ -787,6 +864,7 @@ impl Service {
             "config": parsed.config,
             "seat_count": seats,
             "fixed_deck": parsed.fixed_deck,
+            "deal_at_start": true,
         });
         if let Some(secs) = req.turn_timeout_secs {
             payload["turn_timeout_secs"] = json!(secs);
@@ -807,19 +885,28 @@ impl Service {
                     ))
                 })?;
             let strategy = bots::strategy(&bot.strategy).map_err(ApiError::invalid)?;
-            if bot_seats.insert(seat, strategy).is_some() {
+            let nonce = if bot.nonce.is_empty() {
+                deal::random_nonce()?
+            } else {
+                deal::check_nonce(&bot.nonce)
+                    .map_err(|e| ApiError::invalid(format!("bots: {e}")))?;
+                bot.nonce.clone()
+            };
+            if bot_seats.insert(seat, (strategy, nonce)).is_some() {
                 return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
             }
         }
         if !bot_seats.is_empty() {
             payload["bots"] = bot_seats
                 .iter()
-                .map(|(seat, strategy)| json!({ "seat": seat, "strategy": strategy }))
+                .map(|(seat, (strategy, nonce))| {
+                    json!({ "seat": seat, "strategy": strategy, "nonce": nonce })
+                })
                 .collect();
         }
         let taken: Vec<SeatRecord> = bot_seats
             .iter()
-            .map(|(&seat, strategy)| SeatRecord {
+            .map(|(&seat, (strategy, _))| SeatRecord {
                 seat,
                 player: Some(bots::player_name(strategy)),
                 token_hash: None,
@@ -832,7 +919,13 @@ impl Service {
             MatchStatus::Open
         };
         let id = uuid::Uuid::new_v4();
-        let state = game.setup(&parsed.config, seats, seed)?;
+        // Nothing is dealt until every seat is held: at once when every seat is a bot.
+        let mut pending = Undealt::new(seed, seats);
+        pending.holders.note(1, kinds::CREATED, &payload)?;
+        let (state, undealt) = match pending.deal(game.as_ref(), &parsed.config, seats)? {
+            Some(dealt) => (dealt, None),
+            None => (Box::new(NotDealt) as Box<dyn MatchState>, Some(pending)),
+        };
         let all_seats: Vec<SeatRecord> = (0..seats)
             .map(|seat| {
                 taken
@@ -906,6 +999,7 @@ impl Service {
                 deadlines: Vec::new(),
                 seed: None,
                 vacated: Vec::new(),
+                undealt,
             });
         }
         Ok(pb::CreateMatchResponse {
@@ -975,6 +1069,14 @@ impl Service {
                 "player must be a name of 1 to {MAX_PLAYER_NAME} characters"
             )));
         }
+        // The seat's part of the deal seed: the player's own, or one the server draws.
+        let nonce = match req.nonce {
+            Some(nonce) => {
+                deal::check_nonce(&nonce).map_err(ApiError::invalid)?;
+                nonce
+            }
+            None => deal::random_nonce()?,
+        };
         // As with actions: the cached match is trusted, a stale one fails the append's version
         // check, and a refusal is only returned once a fresh read confirms it.
         let mut fresh = false;
@@ -1045,6 +1147,21 @@ impl Service {
             } else {
                 MatchStatus::Open
             };
+            let payload = json!({ "seat": seat, "player": player, "nonce": nonce });
+            // A match dealt at its start is dealt by this join when it takes the last seat.
+            let dealt = match &live.undealt {
+                Some(undealt) if starts => {
+                    let mut undealt = undealt.clone();
+                    undealt.holders.note(0, kinds::JOINED, &payload)?;
+                    undealt.deal(
+                        live.game.as_ref(),
+                        &live.record.config,
+                        live.record.seat_count,
+                    )?
+                }
+                _ => None,
+            };
+            let state = dealt.as_deref().unwrap_or(live.state.as_ref());
             let update = MatchUpdate {
                 status: starts.then_some(MatchStatus::Active),
                 seats: vec![SeatRecord {
@@ -1057,14 +1174,14 @@ impl Service {
                     &live.record.seats,
                     Timing::of(&live.record),
                     status,
-                    live.state.as_ref(),
+                    state,
                     SeatSet::EMPTY,
                     None,
                     at,
                 ),
                 // The match starts: every seat it awaits is newly awaited.
                 notify: if starts {
-                    live.state.awaiting().iter().collect()
+                    state.awaiting().iter().collect()
                 } else {
                     Vec::new()
                 },
@@ -1073,7 +1190,7 @@ impl Service {
                 kind: kinds::JOINED.into(),
                 actor: Some(seat),
                 request_id: None,
-                payload: json!({ "seat": seat, "player": player }),
+                payload,
                 at,
             };
             let update_turns = update.turns.clone();
@@ -1647,20 +1764,31 @@ impl Service {
         ) -> ApiResult<()>,
     ) -> ApiResult<()> {
         let seed = self.store.seed(record.id).await?;
-        let mut state = game.setup(&record.config, record.seat_count, seed)?;
+        let events = self.store.read_events(record.id, 0, u32::MAX).await?;
         let mut past = record.clone();
         past.status = MatchStatus::Open;
         for seat in &mut past.seats {
             seat.player = None;
             seat.bot = None;
         }
-        let mut opening = Some(state.setup_observations());
+        // A match dealt at its start is dealt by the event that starts it; an older one was
+        // dealt at creation, and that first deal belongs to the `created` event.
+        let (mut state, mut undealt, mut opening) = if events
+            .first()
+            .is_some_and(|created| deal::deals_at_start(&created.payload))
+        {
+            let undealt = Undealt::new(seed, record.seat_count);
+            (Box::new(NotDealt) as Box<dyn MatchState>, Some(undealt), None)
+        } else {
+            let state = game.setup(&record.config, record.seat_count, seed)?;
+            let opening = state.setup_observations();
+            (state, None, Some(opening))
+        };
         let mut deadlines = Vec::new();
-        for event in self.store.read_events(record.id, 0, u32::MAX).await? {
-            // The first deal happened at creation: it belongs to the `created` event.
+        for event in events {
             let observations = match (event.kind.as_str(), opening.take()) {
                 (kinds::CREATED, Some(opening)) => opening,
-                _ => fold(state.as_mut(), &event)?,
+                _ => fold_event(game, record, &mut state, &mut undealt, &event)?,
             };
             advance_record(&mut past, &event, state.as_ref())?;
             deadlines = next_deadlines(&deadlines, &past, state.as_ref(), &event);
@@ -1697,13 +1825,15 @@ impl Service {
                     .map(|o| entry(Entry::Game(o.event.clone()))),
             )
             .collect(),
-            kinds::JOINED => vec![entry(Entry::Joined(pb::PlayerJoined {
-                seat: payload_seat(event)?.into(),
-                player: event.payload["player"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            }))],
+            // The join that starts a match dealt at its start carries the deal.
+            kinds::JOINED => std::iter::once(entry(Entry::Joined(Self::joined(event)?)))
+                .chain(
+                    observations
+                        .iter()
+                        .filter(|o| o.audience.includes(viewer))
+                        .map(|o| entry(Entry::Game(o.event.clone()))),
+                )
+                .collect(),
             kinds::LEFT => vec![entry(Entry::Left(pb::PlayerLeft {
                 seat: payload_seat(event)?.into(),
             }))],
@@ -1733,6 +1863,20 @@ impl Service {
         })
     }
 
+    fn joined(event: &StoredEvent) -> ApiResult<pb::PlayerJoined> {
+        Ok(pb::PlayerJoined {
+            seat: payload_seat(event)?.into(),
+            player: event.payload["player"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            nonce: event.payload["nonce"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        })
+    }
+
     fn created(game: &dyn GameKind, payload: &Value, reveal: bool) -> ApiResult<pb::MatchCreated> {
         Ok(pb::MatchCreated {
             options: Some(game.options_to_proto(&payload["config"], reveal)?),
@@ -1747,8 +1891,10 @@ impl Service {
                 .map(|b| pb::BotSeat {
                     seat: b["seat"].as_u64().unwrap_or_default() as u32,
                     strategy: b["strategy"].as_str().unwrap_or_default().to_owned(),
+                    nonce: b["nonce"].as_str().unwrap_or_default().to_owned(),
                 })
                 .collect(),
+            deal_at_start: deal::deals_at_start(payload),
         })
     }
 
@@ -1756,13 +1902,7 @@ impl Service {
         use pb::audit_event::Body;
         let body = match event.kind.as_str() {
             kinds::CREATED => Some(Body::Created(Self::created(game, &event.payload, true)?)),
-            kinds::JOINED => Some(Body::Joined(pb::PlayerJoined {
-                seat: payload_seat(event)?.into(),
-                player: event.payload["player"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            })),
+            kinds::JOINED => Some(Body::Joined(Self::joined(event)?)),
             kinds::LEFT => Some(Body::Left(pb::PlayerLeft {
                 seat: payload_seat(event)?.into(),
             })),

@@ -65,6 +65,7 @@ async fn start_match(service: &Service, reminder: Option<u32>) -> (MatchId, Vec<
                 match_id: created.match_id.clone(),
                 player: format!("player {seat}"),
                 seat: Some(seat),
+                nonce: None,
             })
             .await
             .expect("join");

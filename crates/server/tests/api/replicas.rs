@@ -313,6 +313,7 @@ async fn joins_on_two_replicas_never_give_one_seat_twice() {
         match_id: String::new(),
         player: player.to_owned(),
         seat,
+        nonce: None,
     };
     let created = a
         .create_match(pb::CreateMatchRequest {

@@ -43,6 +43,7 @@ async fn start_match_with(
                 .map(|&seat| pb::BotSeat {
                     seat,
                     strategy: strategy.to_owned(),
+                    nonce: String::new(),
                 })
                 .collect(),
             ..love_letter_options(seats)
@@ -59,6 +60,7 @@ async fn start_match_with(
                 match_id: created.match_id.clone(),
                 player: format!("player {seat}"),
                 seat: Some(seat),
+                nonce: None,
             })
             .await
             .expect("join")
@@ -523,6 +525,7 @@ async fn a_player_plays_a_bot_through_the_ordinary_api() {
             match_id: match_id.clone(),
             player: "intruder".into(),
             seat: Some(1),
+            nonce: None,
         })
         .await
         .expect_err("a bot's seat is taken");
@@ -583,19 +586,23 @@ async fn bad_bot_requests_are_refused_and_create_nothing() {
         vec![pb::BotSeat {
             seat: 2,
             strategy: String::new(),
+            nonce: String::new(),
         }],
         vec![pb::BotSeat {
             seat: 0,
             strategy: "genius".into(),
+            nonce: String::new(),
         }],
         vec![
             pb::BotSeat {
                 seat: 1,
                 strategy: String::new(),
+                nonce: String::new(),
             },
             pb::BotSeat {
                 seat: 1,
                 strategy: "random".into(),
+                nonce: String::new(),
             },
         ],
     ];

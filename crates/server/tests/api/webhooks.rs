@@ -160,6 +160,7 @@ async fn join(client: &mut MissiveClient<Channel>, match_id: &str, seat: u32) ->
             match_id: match_id.to_owned(),
             player: format!("player {seat}"),
             seat: Some(seat),
+            nonce: None,
         })
         .await
         .expect("join")
