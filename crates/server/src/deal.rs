@@ -32,10 +32,7 @@ pub const DEAL_AT_START: &str = "deal_at_start";
 
 /// Whether `nonce` is 1 to [`MAX_NONCE`] visible ASCII characters (`!` to `~`).
 pub fn check_nonce(nonce: &str) -> Result<(), String> {
-    if nonce.is_empty()
-        || nonce.len() > MAX_NONCE
-        || !nonce.bytes().all(|b| b.is_ascii_graphic())
-    {
+    if nonce.is_empty() || nonce.len() > MAX_NONCE || !nonce.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(format!(
             "nonce must be 1 to {MAX_NONCE} visible ASCII characters (0x21 to 0x7E)"
         ));

@@ -640,7 +640,11 @@ impl Service {
                     .is_some_and(|created| deal::deals_at_start(&created.payload))
                 {
                     let undealt = Undealt::new(seed, seats);
-                    (Box::new(NotDealt) as Box<dyn MatchState>, true, Some(undealt))
+                    (
+                        Box::new(NotDealt) as Box<dyn MatchState>,
+                        true,
+                        Some(undealt),
+                    )
                 } else {
                     (game.setup(&loaded.record.config, seats, seed)?, true, None)
                 }
@@ -1778,7 +1782,11 @@ impl Service {
             .is_some_and(|created| deal::deals_at_start(&created.payload))
         {
             let undealt = Undealt::new(seed, record.seat_count);
-            (Box::new(NotDealt) as Box<dyn MatchState>, Some(undealt), None)
+            (
+                Box::new(NotDealt) as Box<dyn MatchState>,
+                Some(undealt),
+                None,
+            )
         } else {
             let state = game.setup(&record.config, record.seat_count, seed)?;
             let opening = state.setup_observations();

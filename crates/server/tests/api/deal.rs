@@ -106,7 +106,11 @@ async fn history(
         .into_inner()
 }
 
-async fn view(client: &mut MissiveClient<Channel>, match_id: &str, token: Option<&str>) -> pb::MatchView {
+async fn view(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: Option<&str>,
+) -> pb::MatchView {
     let request = pb::GetViewRequest {
         match_id: match_id.to_owned(),
         seat: None,
@@ -140,9 +144,16 @@ async fn watched(
         Some(token) => authed(request, token),
         None => tonic::Request::new(request),
     };
-    let mut stream = client.watch_match(request).await.expect("watch").into_inner();
+    let mut stream = client
+        .watch_match(request)
+        .await
+        .expect("watch")
+        .into_inner();
     let mut got = Vec::new();
-    while got.last().is_none_or(|m: &pb::WatchMatchResponse| m.version < version) {
+    while got
+        .last()
+        .is_none_or(|m: &pb::WatchMatchResponse| m.version < version)
+    {
         let message = tokio::time::timeout(std::time::Duration::from_secs(10), stream.message())
             .await
             .expect("the watch answers")
@@ -192,7 +203,10 @@ fn assert_like_a_spectator(
     spectator: (&pb::GetHistoryResponse, &pb::MatchView),
 ) {
     assert_eq!(holder.0.entries, spectator.0.entries, "{what}: history");
-    assert!(game_entries(&holder.0.entries).is_empty(), "{what}: no game event before the start");
+    assert!(
+        game_entries(&holder.0.entries).is_empty(),
+        "{what}: no game event before the start"
+    );
     assert_eq!(holder.1.game, None, "{what}: no game view");
     assert!(holder.1.legal_actions.is_empty(), "{what}: nothing to play");
     let mut view = holder.1.clone();
@@ -234,10 +248,17 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_grpc(backend: Backend
         let spectator_stream = watched(&mut client, &id, None, version).await;
         assert_eq!(
             stream.iter().map(|m| &m.entries).collect::<Vec<_>>(),
-            spectator_stream.iter().map(|m| &m.entries).collect::<Vec<_>>(),
+            spectator_stream
+                .iter()
+                .map(|m| &m.entries)
+                .collect::<Vec<_>>(),
             "{what}: watch"
         );
-        assert!(stream.iter().all(|m| m.view.as_ref().is_some_and(|v| v.game.is_none())));
+        assert!(
+            stream
+                .iter()
+                .all(|m| m.view.as_ref().is_some_and(|v| v.game.is_none()))
+        );
         leave(&mut client, &id, &leaver).await;
 
         // Seat 1 changes hands; the match starts with the last join.
@@ -381,13 +402,22 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_http(backend: Backend
             tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
         }
         let (status, _) = http_json(&app, Method::GET, &view_path, Some(&leaver), None).await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}: the old token is void");
-        let (_, started) = http_json(&app, Method::GET, &history_path, Some(&tokens[0]), None).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{what}: the old token is void"
+        );
+        let (_, started) =
+            http_json(&app, Method::GET, &history_path, Some(&tokens[0]), None).await;
         assert!(has_game_entry(&started), "{what}: the newcomer is dealt");
         let start = started["version"].as_str().expect("version");
         for entry in started["entries"].as_array().expect("entries") {
             if entry.get("game").is_some() {
-                assert_eq!(entry["seq"].as_str(), Some(start), "{what}: dealt by the last join");
+                assert_eq!(
+                    entry["seq"].as_str(),
+                    Some(start),
+                    "{what}: dealt by the last join"
+                );
             }
         }
         // Every join is in the history with its nonce: the leaver's own, the others drawn.
@@ -399,7 +429,10 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_http(backend: Backend
             .collect();
         assert_eq!(nonces.len(), seats as usize + 1, "{what}");
         assert_eq!(nonces[0], "leaver's-nonce");
-        assert!(nonces[1..].iter().all(|n| n.len() == 32), "{what}: {nonces:?}");
+        assert!(
+            nonces[1..].iter().all(|n| n.len() == 32),
+            "{what}: {nonces:?}"
+        );
     }
 }
 
@@ -430,7 +463,12 @@ async fn a_nonce_is_checked_at_the_edge() {
         .r#match
         .expect("info")
         .match_id;
-    for bad in [String::new(), "x".repeat(65), "two words".into(), "né".into()] {
+    for bad in [
+        String::new(),
+        "x".repeat(65),
+        "two words".into(),
+        "né".into(),
+    ] {
         let refused = client
             .join_match(pb::JoinMatchRequest {
                 match_id: id.clone(),
@@ -560,7 +598,9 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
             j.nonce = "~two~".into();
         }
     }
-    assert!(missive_server::audit::verify(&registry, id.parse().expect("uuid"), &tampered).is_err());
+    assert!(
+        missive_server::audit::verify(&registry, id.parse().expect("uuid"), &tampered).is_err()
+    );
 }
 
 /// Everything one seat holder received, and the version it held the seat from.
@@ -601,15 +641,17 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
             let mut held: Vec<Option<usize>> = vec![None; seats as usize];
             let mut started = false;
             let mut n = 0;
+            let mut left = 0;
             while !started {
                 let free: Vec<u32> = (0..seats).filter(|s| held[*s as usize].is_none()).collect();
                 let taken: Vec<usize> = held.iter().flatten().copied().collect();
-                // Leave a third of the time while someone sits, but never fill the table in
-                // the first few steps, so seats change hands.
-                if !taken.is_empty() && (rng.below(3) == 0 || (free.len() == 1 && n < 4)) {
+                // Leave a third of the time while someone sits, and never fill the table
+                // before someone has left, so seats change hands.
+                if !taken.is_empty() && (rng.below(3) == 0 || (free.len() == 1 && left == 0)) {
                     let h = taken[rng.below(taken.len())];
                     leave(&mut client, &id, &holders[h].token).await;
                     held[holders[h].seat as usize] = None;
+                    left += 1;
                 } else {
                     let seat = free[rng.below(free.len())];
                     let nonce = (rng.below(2) == 0).then(|| format!("n{n}-{}", rng.below(1000)));
@@ -648,7 +690,10 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                     holders[h].views.push(seen.1);
                 }
             }
-            assert!(holders.len() > seats as usize, "{what}: seats changed hands");
+            assert!(
+                holders.len() > seats as usize,
+                "{what}: seats changed hands"
+            );
             for h in held.iter().flatten() {
                 holders[*h].at_start = true;
             }
@@ -693,7 +738,10 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                 other => panic!("created first, not {other:?}"),
             };
             let (kind, parsed) = registry
-                .parse_options(created.options.as_ref().expect("options"), Some(seats as u8))
+                .parse_options(
+                    created.options.as_ref().expect("options"),
+                    Some(seats as u8),
+                )
                 .expect("options");
             let mut state: Option<Box<dyn MatchState>> = None;
             let mut steps: Vec<(u64, Box<dyn MatchState>, Vec<Observation<pb::GameEvent>>)> =
@@ -744,7 +792,11 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                             _ => None,
                         })
                         .collect();
-                    assert_eq!(got, expected, "{what}: seat {} at {}", holder.seat, history.version);
+                    assert_eq!(
+                        got, expected,
+                        "{what}: seat {} at {}",
+                        holder.seat, history.version
+                    );
                     if !holder.at_start {
                         assert!(got.is_empty(), "{what}: a holder gone before the start");
                     }
@@ -754,7 +806,11 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                         .iter()
                         .find(|(seq, _, _)| *seq == v.version)
                         .map(|(_, state, _)| state.view(viewer));
-                    assert_eq!(v.game, expected, "{what}: seat {} at {}", holder.seat, v.version);
+                    assert_eq!(
+                        v.game, expected,
+                        "{what}: seat {} at {}",
+                        holder.seat, v.version
+                    );
                 }
             }
         }
@@ -853,8 +909,13 @@ async fn a_match_stored_before_the_deal_moved_still_loads_plays_and_audits() {
         .expect("an old-style join");
     let mut client = app.grpc().await;
     let match_id = id.to_string();
-    let new_token = join(&mut client, &match_id, "new", 1, None).await.seat_token;
-    let info = view(&mut client, &match_id, None).await.r#match.expect("info");
+    let new_token = join(&mut client, &match_id, "new", 1, None)
+        .await
+        .seat_token;
+    let info = view(&mut client, &match_id, None)
+        .await
+        .r#match
+        .expect("info");
     assert_eq!(info.status, pb::MatchStatus::Active as i32);
 
     // Dealt at creation from the seed itself: seat 0's deal is on the created event.
@@ -907,7 +968,10 @@ async fn a_match_stored_before_the_deal_moved_still_loads_plays_and_audits() {
             .await
             .expect("a legal action");
     }
-    let info = view(&mut client, &match_id, None).await.r#match.expect("info");
+    let info = view(&mut client, &match_id, None)
+        .await
+        .r#match
+        .expect("info");
     assert_eq!(info.status, pb::MatchStatus::Finished as i32);
     let log = audit_log(&mut client, &match_id).await;
     match &log.events[0].body {
