@@ -484,6 +484,13 @@ fn retry_later(id: MatchId, caught_up: ApiResult<bool>) -> ApiResult<bool> {
     }
 }
 
+/// Whether `event` frees the watching seat after the watch was authorised at version `since`:
+/// its holder left, and the seat may pass to someone else, so the stream ends with it.
+fn vacates(viewer: Viewer, since: u64, event: &StoredEvent) -> bool {
+    matches!(viewer, Viewer::Seat(seat)
+        if event.kind == kinds::LEFT && event.seq > since && payload_seat(event).ok() == Some(seat))
+}
+
 /// Who the game awaited in a match with this status: nobody until it starts.
 fn awaited(status: MatchStatus, state: &dyn MatchState) -> SeatSet {
     if status == MatchStatus::Active {
@@ -1976,7 +1983,8 @@ impl Service {
     }
 
     /// Every update after `after_version`, in order, as the caller may see it; the stream ends
-    /// once the match is over and its last update sent. Updates this server appends are handed
+    /// once the match is over and its last update sent, or, for a seat's token, with the update
+    /// in which its holder leaves the seat (another may take it). Updates this server appends are handed
     /// over directly; others are read from the store when [`Service::wake`] or
     /// [`Service::wake_all`] says so, and at the latest on the `watch_recheck` timer. While the
     /// store is unreachable the stream waits rather than fails.
@@ -1989,6 +1997,8 @@ impl Service {
         let record = self.store.get_match(id).await?;
         let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();
+        // The token held its seat at this version: a later leave of the seat ends the stream.
+        let since = record.version;
         // Subscribe before catching up, so nothing falls between the two.
         let mut updates = self.subscribe(id);
         let (tx, rx) = mpsc::channel(64);
@@ -2001,7 +2011,14 @@ impl Service {
                 let mut over = retry_later(
                     id,
                     service
-                        .catch_up(id, game.as_ref(), viewer, &mut last, &tx, Some(record))
+                        .catch_up(
+                            id,
+                            game.as_ref(),
+                            (viewer, since),
+                            &mut last,
+                            &tx,
+                            Some(record),
+                        )
                         .await,
                 )?;
                 let mut recheck =
@@ -2037,7 +2054,9 @@ impl Service {
                                     viewer,
                                 )),
                             };
-                            if tx.send(Ok(message)).await.is_err() {
+                            if tx.send(Ok(message)).await.is_err()
+                                || vacates(viewer, since, &update.event)
+                            {
                                 return Ok(());
                             }
                             last = update.event.seq;
@@ -2048,7 +2067,14 @@ impl Service {
                             over = retry_later(
                                 id,
                                 service
-                                    .catch_up(id, game.as_ref(), viewer, &mut last, &tx, None)
+                                    .catch_up(
+                                        id,
+                                        game.as_ref(),
+                                        (viewer, since),
+                                        &mut last,
+                                        &tx,
+                                        None,
+                                    )
                                     .await,
                             )?;
                             recheck.reset();
@@ -2066,13 +2092,14 @@ impl Service {
         Ok(rx)
     }
 
-    /// Sends every update after `last` from the store; returns whether the match is over.
+    /// Sends every update after `last` from the store; returns whether the stream is done: the
+    /// match is over, or the watching seat was left after version `since` (see [`vacates`]).
     /// `read` is the match as just read from the store, if it was.
     async fn catch_up(
         &self,
         id: MatchId,
         game: &dyn GameKind,
-        viewer: Viewer,
+        (viewer, since): (Viewer, u64),
         last: &mut u64,
         tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
         read: Option<MatchRecord>,
@@ -2096,13 +2123,14 @@ impl Service {
                     past.clone(),
                     state.boxed_clone(),
                     deadlines.to_vec(),
+                    vacates(viewer, since, event),
                 ));
                 Ok(())
             },
         )
         .await?;
         let mut over = false;
-        for (seq, entries, past, state, deadlines) in pending {
+        for (seq, entries, past, state, deadlines, vacated) in pending {
             let info = self.info(&past, game).await?;
             let view = Self::view(info, &past, state.as_ref(), &deadlines, viewer);
             if tx
@@ -2118,6 +2146,9 @@ impl Service {
             }
             *last = seq;
             over = is_over(past.status);
+            if vacated {
+                return Ok(true);
+            }
         }
         Ok(over)
     }

@@ -985,3 +985,60 @@ async fn a_match_stored_before_the_deal_moved_still_loads_plays_and_audits() {
         ChainCheck::Valid { .. }
     ));
 }
+
+async fn next(
+    stream: &mut tonic::Streaming<pb::WatchMatchResponse>,
+) -> Option<pb::WatchMatchResponse> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), stream.message())
+        .await
+        .expect("the watch answers")
+        .expect("no error")
+}
+
+/// A watch opened with a seat token ends when its holder leaves the seat: it never streams
+/// what the seat's next holder is dealt.
+#[tokio::test]
+async fn a_leavers_watch_ends_with_its_leave() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let game = &games()[0];
+    let id = client
+        .create_match(pb::CreateMatchRequest {
+            options: Some(game.options.clone()),
+            seat_count: 2,
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner()
+        .r#match
+        .expect("info")
+        .match_id;
+    let leaver = join(&mut client, &id, "leaver", 1, None).await.seat_token;
+    let mut stream = client
+        .watch_match(authed(
+            pb::WatchMatchRequest {
+                match_id: id.clone(),
+                after_version: 0,
+                seat: None,
+            },
+            &leaver,
+        ))
+        .await
+        .expect("watch")
+        .into_inner();
+    assert_eq!(next(&mut stream).await.map(|m| m.version), Some(1));
+    assert_eq!(next(&mut stream).await.map(|m| m.version), Some(2));
+    leave(&mut client, &id, &leaver).await;
+    let left = next(&mut stream).await.expect("the leave");
+    assert!(matches!(
+        left.entries[0].entry,
+        Some(pb::history_entry::Entry::Left(_))
+    ));
+    join(&mut client, &id, "newcomer", 1, None).await;
+    join(&mut client, &id, "other", 0, None).await;
+    assert!(
+        next(&mut stream).await.is_none(),
+        "the stream ended with the leave"
+    );
+}
