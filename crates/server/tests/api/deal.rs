@@ -603,6 +603,9 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
     );
 }
 
+/// One replayed event: its seq, the state right after it, and what it told the table.
+type Step = (u64, Box<dyn MatchState>, Vec<Observation<pb::GameEvent>>);
+
 /// Everything one seat holder received, and the version it held the seat from.
 struct Holder {
     seat: u32,
@@ -744,8 +747,7 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                 )
                 .expect("options");
             let mut state: Option<Box<dyn MatchState>> = None;
-            let mut steps: Vec<(u64, Box<dyn MatchState>, Vec<Observation<pb::GameEvent>>)> =
-                Vec::new();
+            let mut steps: Vec<Step> = Vec::new();
             for event in &log.events {
                 let observations = if event.seq == dealt_at {
                     let fresh = kind
