@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, deal_of, spawn_app};
+use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, deal_of, spawn_app, spawn_replica};
 
 /// A game as a test creates it: a name for messages, its options and its seat counts.
 struct GameCase {
@@ -537,12 +537,21 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
         .r#match
         .expect("info");
     let id = info.match_id;
-    // Seat 0 is taken and left with one nonce, then taken again with another.
+    // Seat 0 is taken and left with one nonce, then taken again with another on a second
+    // server, which loads the open match from the store; the first, whose cache is behind,
+    // takes the last seat and deals.
+    let replica = spawn_replica(&app).await;
+    let mut other = replica.grpc().await;
     let first = join(&mut client, &id, "a", 0, Some("first".into())).await;
     leave(&mut client, &id, &first.seat_token).await;
-    let zero = join(&mut client, &id, "b", 0, Some("zero!".into())).await;
+    let zero = join(&mut other, &id, "b", 0, Some("zero!".into())).await;
     let one = join(&mut client, &id, "c", 1, Some("~one~".into())).await;
     let history = history(&mut client, &id, Some(&one.seat_token)).await;
+    // Both servers show seat 1 the same deal.
+    assert_eq!(
+        view(&mut other, &id, Some(&one.seat_token)).await.game,
+        view(&mut client, &id, Some(&one.seat_token)).await.game
+    );
     leave(&mut client, &id, &zero.seat_token).await;
     let log = audit_log(&mut client, &id).await;
     let state = missive_server::audit::verify(&registry, id.parse().expect("uuid"), &log)
@@ -556,7 +565,11 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
 
     // The deal, from the formula of docs/API.md written out here once more.
     let (dealt_at, deal_seed) = deal_of(&log);
-    assert_eq!(dealt_at, history.version, "dealt by the last join");
+    assert_eq!(
+        Some(dealt_at),
+        one.r#match.as_ref().map(|m| m.version),
+        "dealt by the last join"
+    );
     let seed: [u8; 32] = hex::decode(&log.seed).expect("hex").try_into().expect("32");
     let mut expected = sha2::Sha256::new();
     use sha2::Digest;
@@ -571,8 +584,20 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
         .parse_options(created.options.as_ref().expect("options"), Some(3))
         .expect("options");
     let dealt = kind.setup(&parsed.config, 3, deal_seed).expect("setup");
-    assert_eq!(dealt.view(Viewer::Spectator), state.view(Viewer::Spectator));
-    assert_eq!(dealt.view(Viewer::Seat(1)), state.view(Viewer::Seat(1)));
+    // The actions (the bot may have moved at once) replay on it to the audited state.
+    let mut replayed = dealt.boxed_clone();
+    for event in &log.events {
+        if let Some(pb::audit_event::Body::Action(a)) = &event.body {
+            let stored = missive_server::audit::stored_event(&registry, event, Some(&created))
+                .expect("rebuilds");
+            replayed
+                .apply(a.seat as u8, &stored.payload["action"])
+                .expect("replays");
+        }
+    }
+    for viewer in [Viewer::Spectator, Viewer::Seat(1)] {
+        assert_eq!(replayed.view(viewer), state.view(viewer));
+    }
     // Seat 1's history holds exactly what the deal told seat 1.
     let told: Vec<pb::GameEvent> = dealt
         .setup_observations()
@@ -582,6 +607,7 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
         .collect();
     let got: Vec<pb::GameEvent> = game_entries(&history.entries)
         .into_iter()
+        .filter(|e| e.seq == dealt_at)
         .filter_map(|e| match &e.entry {
             Some(pb::history_entry::Entry::Game(g)) => Some(g.clone()),
             _ => None,
