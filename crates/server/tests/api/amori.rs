@@ -48,12 +48,17 @@ async fn create_and_join(
     assert_eq!(info.kind, KIND);
     let mut tokens = Vec::new();
     for seat in 0..seats {
+        if seat == 0 {
+            // Someone takes seat 0 first, looks, and leaves: the seat changes hands before the
+            // start, and the passer-by saw no card.
+            crate::deal::pass_by(client, &info.match_id, seat).await;
+        }
         let joined = client
             .join_match(pb::JoinMatchRequest {
                 match_id: info.match_id.clone(),
                 player: format!("mother {seat}"),
                 seat: Some(seat),
-                nonce: None,
+                nonce: Some(format!("mother-{seat}")),
             })
             .await
             .expect("join")

@@ -195,6 +195,28 @@ async fn leave(client: &mut MissiveClient<Channel>, match_id: &str, token: &str)
         .expect("leave");
 }
 
+/// Someone takes `seat` of an open match, reads its history and view (exactly a spectator's),
+/// and leaves again.
+pub(crate) async fn pass_by(client: &mut MissiveClient<Channel>, match_id: &str, seat: u32) {
+    let token = join(client, match_id, "passer-by", seat, Some("passing".into()))
+        .await
+        .seat_token;
+    let seen = (
+        history(client, match_id, Some(&token)).await,
+        view(client, match_id, Some(&token)).await,
+    );
+    let spectator = (
+        history(client, match_id, None).await,
+        view(client, match_id, None).await,
+    );
+    assert_like_a_spectator(
+        "a passer-by",
+        (&seen.0, &seen.1),
+        (&spectator.0, &spectator.1),
+    );
+    leave(client, match_id, &token).await;
+}
+
 /// What a seat's holder of an open match sees is exactly what a spectator sees, apart from the
 /// view naming its seat.
 fn assert_like_a_spectator(

@@ -293,6 +293,10 @@ async fn play_session(
     let match_id = created.match_id;
     let mut tokens = Vec::new();
     for seat in 0..SEATS {
+        if seat == 0 {
+            // Seat 0 changes hands before the start; the passer-by saw no card.
+            crate::deal::pass_by(client, &match_id, seat).await;
+        }
         let joined = client
             .join_match(pb::JoinMatchRequest {
                 match_id: match_id.clone(),
