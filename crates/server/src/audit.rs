@@ -1,6 +1,8 @@
 //! Checking a finished match's exported log ([`pb::AuditLog`]) without trusting the server:
 //! rebuild each stored event from its typed form, recompute the hash chain, check the seed
-//! against the commitment published at creation, and replay every action through the rules.
+//! against the commitment published at creation, and replay every action through the rules,
+//! dealt from the seed `deal.rs` defines: for a match dealt at its start, the committed seed
+//! and the nonces of the seats' holders when the last seat was taken.
 
 use chrono::{DateTime, Utc};
 use missive_proto::v1 as pb;
@@ -8,6 +10,7 @@ use missive_store::{GENESIS_HASH, MatchId, NewEvent, canonical_bytes, event_hash
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::deal;
 use crate::games::{MatchState, Registry};
 use crate::service::kinds;
 
@@ -61,16 +64,31 @@ pub fn stored_event(
             if let Some(secs) = c.turn_reminder_secs {
                 payload["turn_reminder_secs"] = json!(secs);
             }
+            if c.deal_at_start {
+                payload[deal::DEAL_AT_START] = json!(true);
+            }
             if !c.bots.is_empty() {
                 payload["bots"] = c
                     .bots
                     .iter()
-                    .map(|b| json!({ "seat": b.seat, "strategy": b.strategy }))
+                    .map(|b| {
+                        let mut bot = json!({ "seat": b.seat, "strategy": b.strategy });
+                        if !b.nonce.is_empty() {
+                            bot["nonce"] = json!(b.nonce);
+                        }
+                        bot
+                    })
                     .collect();
             }
             payload
         }
-        Some(Body::Joined(j)) => json!({ "seat": j.seat, "player": j.player }),
+        Some(Body::Joined(j)) => {
+            let mut payload = json!({ "seat": j.seat, "player": j.player });
+            if !j.nonce.is_empty() {
+                payload["nonce"] = json!(j.nonce);
+            }
+            payload
+        }
         Some(Body::Left(l)) => json!({ "seat": l.seat }),
         Some(Body::Action(pb::ActionTaken { seat, action }))
         | Some(Body::TimedOut(pb::TurnTimedOut { seat, action })) => {
@@ -116,6 +134,8 @@ pub fn verify(
     let mut prev = GENESIS_HASH;
     let mut created: Option<pb::MatchCreated> = None;
     let mut state: Option<Box<dyn MatchState>> = None;
+    // Until a match dealt at its start is dealt: each seat's holder's nonce.
+    let mut undealt: Option<deal::Holders> = None;
     for (i, event) in log.events.iter().enumerate() {
         let seq = event.seq;
         if seq != i as u64 + 1 {
@@ -137,17 +157,22 @@ pub fn verify(
                 let (game, parsed) = registry
                     .parse_options(options, Some(seats))
                     .map_err(|e| bad(seq, e.to_string()))?;
-                state = Some(
-                    game.setup(&parsed.config, seats, seed)
-                        .map_err(|e| bad(seq, e.to_string()))?,
-                );
+                if c.deal_at_start {
+                    undealt = Some(deal::Holders::new(seats));
+                } else {
+                    // Dealt at creation, from the committed seed itself.
+                    state = Some(
+                        game.setup(&parsed.config, seats, seed)
+                            .map_err(|e| bad(seq, e.to_string()))?,
+                    );
+                }
                 created = Some(c.clone());
             }
             (Some(pb::audit_event::Body::Action(_)), kinds::ACTION)
             | (Some(pb::audit_event::Body::TimedOut(_)), kinds::TIMEOUT) => {
                 let state = state
                     .as_mut()
-                    .ok_or_else(|| bad(seq, "action before creation"))?;
+                    .ok_or_else(|| bad(seq, "action before the deal"))?;
                 let seat = stored.payload["seat"].as_u64().unwrap_or(u64::MAX) as u8;
                 state
                     .apply(seat, &stored.payload["action"])
@@ -155,6 +180,31 @@ pub fn verify(
             }
             _ => {}
         }
+        // The event that fills the last seat deals, from the committed seed and the nonce of
+        // every seat's holder at that moment.
+        if let Some(holders) = undealt.as_mut() {
+            holders
+                .note(seq, &stored.kind, &stored.payload)
+                .map_err(|_| bad(seq, "a seat is taken without a valid nonce"))?;
+            if let Some(nonces) = holders.all() {
+                let c = created
+                    .as_ref()
+                    .ok_or_else(|| bad(seq, "a seat taken before creation"))?;
+                let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
+                let seats = c.seat_count as u8;
+                let (game, parsed) = registry
+                    .parse_options(options, Some(seats))
+                    .map_err(|e| bad(seq, e.to_string()))?;
+                state = Some(
+                    game.setup(&parsed.config, seats, deal::seed(&seed, &nonces))
+                        .map_err(|e| bad(seq, e.to_string()))?,
+                );
+                undealt = None;
+            }
+        }
+    }
+    if undealt.is_some() {
+        return Err(AuditError::Malformed("the match never started".into()));
     }
     state.ok_or_else(|| AuditError::Malformed("the log has no creation event".into()))
 }

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod bots;
 pub mod clock;
 pub mod config;
+pub mod deal;
 pub mod error;
 pub mod fanout;
 pub mod games;

@@ -29,8 +29,9 @@ use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 
 use crate::auth::{self, Keys};
 use crate::bots;
+use crate::deal;
 use crate::error::{ApiError, ApiResult};
-use crate::games::{GameKind, MatchState, Registry};
+use crate::games::{GameKind, MatchState, NotDealt, Registry};
 use crate::limits;
 
 /// Event kinds, persisted: never rename one.
@@ -97,6 +98,62 @@ struct Live {
     seed: Option<[u8; 32]>,
     /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
     vacated: Vec<u8>,
+    /// Until a match dealt at its start starts: what its deal will be made from.
+    undealt: Option<Undealt>,
+}
+
+/// What a match dealt at its start will be dealt from, until it starts: the committed seed and
+/// the nonce of each seat's holder (see `deal.rs`). Its state is [`NotDealt`] meanwhile.
+#[derive(Debug, Clone)]
+struct Undealt {
+    seed: [u8; 32],
+    holders: deal::Holders,
+}
+
+impl Undealt {
+    fn new(seed: [u8; 32], seats: u8) -> Self {
+        Undealt {
+            seed,
+            holders: deal::Holders::new(seats),
+        }
+    }
+
+    /// The dealt state, once every seat is held.
+    fn deal(
+        &self,
+        game: &dyn GameKind,
+        config: &Value,
+        seats: u8,
+    ) -> ApiResult<Option<Box<dyn MatchState>>> {
+        self.holders
+            .all()
+            .map(|nonces| game.setup(config, seats, deal::seed(&self.seed, &nonces)))
+            .transpose()
+    }
+}
+
+/// Folds one event into a state, returning the observations it produced: the rules apply
+/// actions and timeouts, and in a match dealt at its start (`undealt` until then) the event
+/// that fills the last seat deals, and what the deal told each seat belongs to that event.
+fn fold_event(
+    game: &dyn GameKind,
+    record: &MatchRecord,
+    state: &mut Box<dyn MatchState>,
+    undealt: &mut Option<Undealt>,
+    event: &StoredEvent,
+) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
+    let Some(pending) = undealt.as_mut() else {
+        return fold(state.as_mut(), event);
+    };
+    pending.holders.note_event(event)?;
+    match pending.deal(game, &record.config, record.seat_count)? {
+        Some(dealt) => {
+            *state = dealt;
+            *undealt = None;
+            Ok(state.setup_observations())
+        }
+        None => fold(state.as_mut(), event),
+    }
 }
 
 impl Live {
@@ -461,6 +518,13 @@ fn retry_later(id: MatchId, caught_up: ApiResult<bool>) -> ApiResult<bool> {
     }
 }
 
+/// Whether `event` frees the watching seat after the watch was authorised at version `since`:
+/// its holder left, and the seat may pass to someone else, so the stream ends with it.
+fn vacates(viewer: Viewer, since: u64, event: &StoredEvent) -> bool {
+    matches!(viewer, Viewer::Seat(seat)
+        if event.kind == kinds::LEFT && event.seq > since && payload_seat(event).ok() == Some(seat))
+}
+
 /// Who the game awaited in a match with this status: nobody until it starts.
 fn awaited(status: MatchStatus, state: &dyn MatchState) -> SeatSet {
     if status == MatchStatus::Active {
@@ -617,7 +681,13 @@ impl Service {
         live: &mut Live,
         event: &StoredEvent,
     ) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
-        let observations = fold(live.state.as_mut(), event)?;
+        let observations = fold_event(
+            live.game.as_ref(),
+            &live.record,
+            &mut live.state,
+            &mut live.undealt,
+            event,
+        )?;
         live.note(event);
         advance_record(&mut live.record, event, live.state.as_ref())?;
         live.deadlines = next_deadlines(&live.deadlines, &live.record, live.state.as_ref(), event);
@@ -629,16 +699,27 @@ impl Service {
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
         let loaded = self.store.load(id, game.rules_version()).await?;
-        let (state, whole_log) = match loaded.snapshot {
+        let (state, whole_log, undealt) = match loaded.snapshot {
             Some(snapshot) if snapshot.rules_version == game.rules_version() => {
-                (game.restore(snapshot.state)?, false)
+                (game.restore(snapshot.state)?, false, None)
             }
             _ => {
                 let seed = self.store.seed(id).await?;
-                (
-                    game.setup(&loaded.record.config, loaded.record.seat_count, seed)?,
-                    true,
-                )
+                let seats = loaded.record.seat_count;
+                if loaded
+                    .events
+                    .first()
+                    .is_some_and(|created| deal::deals_at_start(&created.payload))
+                {
+                    let undealt = Undealt::new(seed, seats);
+                    (
+                        Box::new(NotDealt) as Box<dyn MatchState>,
+                        true,
+                        Some(undealt),
+                    )
+                } else {
+                    (game.setup(&loaded.record.config, seats, seed)?, true, None)
+                }
             }
         };
         let mut live = Live {
@@ -651,9 +732,16 @@ impl Service {
             deadlines: Vec::new(),
             seed: None,
             vacated: Vec::new(),
+            undealt,
         };
         for event in &loaded.events {
-            let observations = fold(live.state.as_mut(), event)?;
+            let observations = fold_event(
+                live.game.as_ref(),
+                &live.record,
+                &mut live.state,
+                &mut live.undealt,
+                event,
+            )?;
             drop(observations);
             live.note(event);
         }
@@ -853,6 +941,7 @@ impl Service {
             "config": parsed.config,
             "seat_count": seats,
             "fixed_deck": parsed.fixed_deck,
+            "deal_at_start": true,
         });
         if let Some(secs) = req.turn_timeout_secs {
             payload["turn_timeout_secs"] = json!(secs);
@@ -873,19 +962,28 @@ impl Service {
                     ))
                 })?;
             let strategy = bots::strategy(&bot.strategy).map_err(ApiError::invalid)?;
-            if bot_seats.insert(seat, strategy).is_some() {
+            let nonce = if bot.nonce.is_empty() {
+                deal::random_nonce()?
+            } else {
+                deal::check_nonce(&bot.nonce)
+                    .map_err(|e| ApiError::invalid(format!("bots: {e}")))?;
+                bot.nonce.clone()
+            };
+            if bot_seats.insert(seat, (strategy, nonce)).is_some() {
                 return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
             }
         }
         if !bot_seats.is_empty() {
             payload["bots"] = bot_seats
                 .iter()
-                .map(|(seat, strategy)| json!({ "seat": seat, "strategy": strategy }))
+                .map(|(seat, (strategy, nonce))| {
+                    json!({ "seat": seat, "strategy": strategy, "nonce": nonce })
+                })
                 .collect();
         }
         let taken: Vec<SeatRecord> = bot_seats
             .iter()
-            .map(|(&seat, strategy)| SeatRecord {
+            .map(|(&seat, (strategy, _))| SeatRecord {
                 seat,
                 player: Some(bots::player_name(strategy)),
                 token_hash: None,
@@ -902,7 +1000,13 @@ impl Service {
             Some(request_id) => self.keys().await?.match_id(request_id),
             None => uuid::Uuid::new_v4(),
         };
-        let state = game.setup(&parsed.config, seats, seed)?;
+        // Nothing is dealt until every seat is held: at once when every seat is a bot.
+        let mut pending = Undealt::new(seed, seats);
+        pending.holders.note(1, kinds::CREATED, &payload)?;
+        let (state, undealt) = match pending.deal(game.as_ref(), &parsed.config, seats)? {
+            Some(dealt) => (dealt, None),
+            None => (Box::new(NotDealt) as Box<dyn MatchState>, Some(pending)),
+        };
         let all_seats: Vec<SeatRecord> = (0..seats)
             .map(|seat| {
                 taken
@@ -982,6 +1086,7 @@ impl Service {
                 deadlines: Vec::new(),
                 seed: None,
                 vacated: Vec::new(),
+                undealt,
             });
         }
         Ok(pb::CreateMatchResponse {
@@ -1088,6 +1193,14 @@ impl Service {
             Some(request_id) => Some(self.keys().await?.join_request_id(id, request_id)),
             None => None,
         };
+        // The seat's part of the deal seed: the player's own, or one the server draws.
+        let nonce = match &req.nonce {
+            Some(nonce) => {
+                deal::check_nonce(nonce).map_err(ApiError::invalid)?;
+                nonce.clone()
+            }
+            None => deal::random_nonce()?,
+        };
         // As with actions: the cached match is trusted, a stale one fails the append's version
         // check, and a refusal is only returned once a fresh read confirms it.
         let mut fresh = false;
@@ -1169,6 +1282,21 @@ impl Service {
             } else {
                 MatchStatus::Open
             };
+            let payload = json!({ "seat": seat, "player": player, "nonce": nonce });
+            // A match dealt at its start is dealt by this join when it takes the last seat.
+            let dealt = match &live.undealt {
+                Some(undealt) if starts => {
+                    let mut undealt = undealt.clone();
+                    undealt.holders.note(0, kinds::JOINED, &payload)?;
+                    undealt.deal(
+                        live.game.as_ref(),
+                        &live.record.config,
+                        live.record.seat_count,
+                    )?
+                }
+                _ => None,
+            };
+            let state = dealt.as_deref().unwrap_or(live.state.as_ref());
             let update = MatchUpdate {
                 status: starts.then_some(MatchStatus::Active),
                 seats: vec![SeatRecord {
@@ -1181,14 +1309,14 @@ impl Service {
                     &live.record.seats,
                     Timing::of(&live.record),
                     status,
-                    live.state.as_ref(),
+                    state,
                     SeatSet::EMPTY,
                     None,
                     at,
                 ),
                 // The match starts: every seat it awaits is newly awaited.
                 notify: if starts {
-                    live.state.awaiting().iter().collect()
+                    state.awaiting().iter().collect()
                 } else {
                     Vec::new()
                 },
@@ -1197,7 +1325,7 @@ impl Service {
                 kind: kinds::JOINED.into(),
                 actor: Some(seat),
                 request_id: stored_id.clone(),
-                payload: json!({ "seat": seat, "player": player }),
+                payload,
                 at,
             };
             let update_turns = update.turns.clone();
@@ -1262,7 +1390,11 @@ impl Service {
         let seat = payload_seat(&event)?;
         let same = event.kind == kinds::JOINED
             && event.payload["player"].as_str() == Some(player)
-            && req.seat.is_none_or(|wanted| wanted == u32::from(seat));
+            && req.seat.is_none_or(|wanted| wanted == u32::from(seat))
+            && req
+                .nonce
+                .as_ref()
+                .is_none_or(|nonce| event.payload["nonce"].as_str() == Some(nonce));
         if !same {
             return Err(request_id_reused());
         }
@@ -1895,20 +2027,35 @@ impl Service {
         ) -> ApiResult<()>,
     ) -> ApiResult<()> {
         let seed = self.store.seed(record.id).await?;
-        let mut state = game.setup(&record.config, record.seat_count, seed)?;
+        let events = self.store.read_events(record.id, 0, u32::MAX).await?;
         let mut past = record.clone();
         past.status = MatchStatus::Open;
         for seat in &mut past.seats {
             seat.player = None;
             seat.bot = None;
         }
-        let mut opening = Some(state.setup_observations());
+        // A match dealt at its start is dealt by the event that starts it; an older one was
+        // dealt at creation, and that first deal belongs to the `created` event.
+        let (mut state, mut undealt, mut opening) = if events
+            .first()
+            .is_some_and(|created| deal::deals_at_start(&created.payload))
+        {
+            let undealt = Undealt::new(seed, record.seat_count);
+            (
+                Box::new(NotDealt) as Box<dyn MatchState>,
+                Some(undealt),
+                None,
+            )
+        } else {
+            let state = game.setup(&record.config, record.seat_count, seed)?;
+            let opening = state.setup_observations();
+            (state, None, Some(opening))
+        };
         let mut deadlines = Vec::new();
-        for event in self.store.read_events(record.id, 0, u32::MAX).await? {
-            // The first deal happened at creation: it belongs to the `created` event.
+        for event in events {
             let observations = match (event.kind.as_str(), opening.take()) {
                 (kinds::CREATED, Some(opening)) => opening,
-                _ => fold(state.as_mut(), &event)?,
+                _ => fold_event(game, record, &mut state, &mut undealt, &event)?,
             };
             advance_record(&mut past, &event, state.as_ref())?;
             deadlines = next_deadlines(&deadlines, &past, state.as_ref(), &event);
@@ -1945,13 +2092,15 @@ impl Service {
                     .map(|o| entry(Entry::Game(o.event.clone()))),
             )
             .collect(),
-            kinds::JOINED => vec![entry(Entry::Joined(pb::PlayerJoined {
-                seat: payload_seat(event)?.into(),
-                player: event.payload["player"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            }))],
+            // The join that starts a match dealt at its start carries the deal.
+            kinds::JOINED => std::iter::once(entry(Entry::Joined(Self::joined(event)?)))
+                .chain(
+                    observations
+                        .iter()
+                        .filter(|o| o.audience.includes(viewer))
+                        .map(|o| entry(Entry::Game(o.event.clone()))),
+                )
+                .collect(),
             kinds::LEFT => vec![entry(Entry::Left(pb::PlayerLeft {
                 seat: payload_seat(event)?.into(),
             }))],
@@ -1981,6 +2130,20 @@ impl Service {
         })
     }
 
+    fn joined(event: &StoredEvent) -> ApiResult<pb::PlayerJoined> {
+        Ok(pb::PlayerJoined {
+            seat: payload_seat(event)?.into(),
+            player: event.payload["player"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            nonce: event.payload["nonce"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        })
+    }
+
     fn created(game: &dyn GameKind, payload: &Value, reveal: bool) -> ApiResult<pb::MatchCreated> {
         Ok(pb::MatchCreated {
             options: Some(game.options_to_proto(&payload["config"], reveal)?),
@@ -1995,8 +2158,10 @@ impl Service {
                 .map(|b| pb::BotSeat {
                     seat: b["seat"].as_u64().unwrap_or_default() as u32,
                     strategy: b["strategy"].as_str().unwrap_or_default().to_owned(),
+                    nonce: b["nonce"].as_str().unwrap_or_default().to_owned(),
                 })
                 .collect(),
+            deal_at_start: deal::deals_at_start(payload),
         })
     }
 
@@ -2004,13 +2169,7 @@ impl Service {
         use pb::audit_event::Body;
         let body = match event.kind.as_str() {
             kinds::CREATED => Some(Body::Created(Self::created(game, &event.payload, true)?)),
-            kinds::JOINED => Some(Body::Joined(pb::PlayerJoined {
-                seat: payload_seat(event)?.into(),
-                player: event.payload["player"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-            })),
+            kinds::JOINED => Some(Body::Joined(Self::joined(event)?)),
             kinds::LEFT => Some(Body::Left(pb::PlayerLeft {
                 seat: payload_seat(event)?.into(),
             })),
@@ -2076,7 +2235,8 @@ impl Service {
     }
 
     /// Every update after `after_version`, in order, as the caller may see it; the stream ends
-    /// once the match is over and its last update sent. Updates this server appends are handed
+    /// once the match is over and its last update sent, or, for a seat's token, with the update
+    /// in which its holder leaves the seat (another may take it). Updates this server appends are handed
     /// over directly; others are read from the store when [`Service::wake`] or
     /// [`Service::wake_all`] says so, and at the latest on the `watch_recheck` timer. While the
     /// store is unreachable the stream waits rather than fails.
@@ -2089,6 +2249,8 @@ impl Service {
         let record = self.store.get_match(id).await?;
         let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();
+        // The token held its seat at this version: a later leave of the seat ends the stream.
+        let since = record.version;
         // Subscribe before catching up, so nothing falls between the two.
         let mut updates = self.subscribe(id);
         let (tx, rx) = mpsc::channel(64);
@@ -2101,7 +2263,14 @@ impl Service {
                 let mut over = retry_later(
                     id,
                     service
-                        .catch_up(id, game.as_ref(), viewer, &mut last, &tx, Some(record))
+                        .catch_up(
+                            id,
+                            game.as_ref(),
+                            (viewer, since),
+                            &mut last,
+                            &tx,
+                            Some(record),
+                        )
                         .await,
                 )?;
                 let mut recheck =
@@ -2137,7 +2306,9 @@ impl Service {
                                     viewer,
                                 )),
                             };
-                            if tx.send(Ok(message)).await.is_err() {
+                            if tx.send(Ok(message)).await.is_err()
+                                || vacates(viewer, since, &update.event)
+                            {
                                 return Ok(());
                             }
                             last = update.event.seq;
@@ -2148,7 +2319,14 @@ impl Service {
                             over = retry_later(
                                 id,
                                 service
-                                    .catch_up(id, game.as_ref(), viewer, &mut last, &tx, None)
+                                    .catch_up(
+                                        id,
+                                        game.as_ref(),
+                                        (viewer, since),
+                                        &mut last,
+                                        &tx,
+                                        None,
+                                    )
                                     .await,
                             )?;
                             recheck.reset();
@@ -2166,13 +2344,14 @@ impl Service {
         Ok(rx)
     }
 
-    /// Sends every update after `last` from the store; returns whether the match is over.
+    /// Sends every update after `last` from the store; returns whether the stream is done: the
+    /// match is over, or the watching seat was left after version `since` (see [`vacates`]).
     /// `read` is the match as just read from the store, if it was.
     async fn catch_up(
         &self,
         id: MatchId,
         game: &dyn GameKind,
-        viewer: Viewer,
+        (viewer, since): (Viewer, u64),
         last: &mut u64,
         tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
         read: Option<MatchRecord>,
@@ -2196,13 +2375,14 @@ impl Service {
                     past.clone(),
                     state.boxed_clone(),
                     deadlines.to_vec(),
+                    vacates(viewer, since, event),
                 ));
                 Ok(())
             },
         )
         .await?;
         let mut over = false;
-        for (seq, entries, past, state, deadlines) in pending {
+        for (seq, entries, past, state, deadlines, vacated) in pending {
             let info = self.info(&past, game).await?;
             let view = Self::view(info, &past, state.as_ref(), &deadlines, viewer);
             if tx
@@ -2218,6 +2398,9 @@ impl Service {
             }
             *last = seq;
             over = is_over(past.status);
+            if vacated {
+                return Ok(true);
+            }
         }
         Ok(over)
     }

@@ -1,7 +1,7 @@
 //! *Amori e Intrighi* (*Liebe und Intrige*, Ernst and Samol, 2007) for 2–4 players: mothers
 //! marry off their three daughters to the best gentlemen they can.
 //!
-//! The rules follow `specs/amori-e-intrighi.md`; the printed values it fixes for our edition
+//! The rules follow `docs/games/amori-e-intrighi.md`; the printed values it fixes for our edition
 //! (gentlemen, daughters, locations, dice, event cards) live in [`data`] and nowhere else.
 //!
 //! # Turn structure, as [`Phase`]s

@@ -1,6 +1,6 @@
 //! Lopti: a shedding game in the Palace family, played in sessions of several hands, where
 //! each hand's winner adds a rule for the rest of the session and the table may vote rules
-//! away. The rules are in `/work/shared/specs/lopti.md` (from the Italian seed, which wins
+//! away. The rules are in `docs/games/lopti.md` (from the Italian seed, which wins
 //! where they differ); this module documents the choices a digital table had to make.
 //!
 //! # A session

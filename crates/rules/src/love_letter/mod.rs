@@ -1,6 +1,6 @@
 //! Love Letter (2019 and classic editions): a round-based deduction card game for 2–6 players.
 //!
-//! The rules are in `specs/love-letter.md`. [`LoveLetter`] is the whole match state, rounds
+//! The rules are in `docs/games/love-letter.md`. [`LoveLetter`] is the whole match state, rounds
 //! included: [`Game::apply`](crate::Game::apply) deals the next round itself when one ends, so
 //! a stored action list replays a match from setup to its last token. Every hidden card stays
 //! out of the views and observations of those who may not know it.

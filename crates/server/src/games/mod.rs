@@ -276,6 +276,52 @@ impl<G: ProtoGame> MatchState for State<G> {
     }
 }
 
+/// The state of a match dealt at its start while it is open: nothing is dealt, nobody is
+/// awaited, nothing may be played, and there is nothing to snapshot.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NotDealt;
+
+impl MatchState for NotDealt {
+    fn boxed_clone(&self) -> Box<dyn MatchState> {
+        Box::new(*self)
+    }
+
+    fn apply(&mut self, _: Seat, _: &Value) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
+        Err(Refusal {
+            rule: "match-not-started",
+            message: "the match starts when every seat is taken".into(),
+        })
+    }
+
+    fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>> {
+        Vec::new()
+    }
+
+    fn awaiting(&self) -> SeatSet {
+        SeatSet::EMPTY
+    }
+
+    fn legal_actions(&self, _: Seat) -> Vec<pb::GameAction> {
+        Vec::new()
+    }
+
+    fn view(&self, _: Viewer) -> pb::GameView {
+        pb::GameView::default()
+    }
+
+    fn outcome(&self) -> Option<Outcome> {
+        None
+    }
+
+    fn default_action(&self, _: Seat) -> Option<Value> {
+        None
+    }
+
+    fn to_json(&self) -> ApiResult<Value> {
+        Err(ApiError::internal("an undealt match has no state to save"))
+    }
+}
+
 /// Every game this server plays, by stable kind.
 #[derive(Debug, Clone)]
 pub struct Registry {

@@ -48,11 +48,17 @@ async fn create_and_join(
     assert_eq!(info.kind, KIND);
     let mut tokens = Vec::new();
     for seat in 0..seats {
+        if seat == 0 {
+            // Someone takes seat 0 first, looks, and leaves: the seat changes hands before the
+            // start, and the passer-by saw no card.
+            crate::deal::pass_by(client, &info.match_id, seat).await;
+        }
         let joined = client
             .join_match(pb::JoinMatchRequest {
                 match_id: info.match_id.clone(),
                 player: format!("mother {seat}"),
                 seat: Some(seat),
+                nonce: Some(format!("mother-{seat}")),
                 ..Default::default()
             })
             .await
@@ -233,15 +239,17 @@ struct Step {
 
 /// Replays a finished match's audit log through the rules engine itself (not the service).
 fn replay(log: &pb::AuditLog) -> Vec<Step> {
-    let seed: [u8; 32] = hex::decode(&log.seed)
-        .expect("hex seed")
-        .try_into()
-        .expect("32 bytes");
+    let (dealt_at, seed) = crate::helpers::deal_of(log);
+    let mut created: Option<pb::MatchCreated> = None;
     let mut state: Option<Amori> = None;
     let mut steps = Vec::new();
     for event in &log.events {
+        if let Some(pb::audit_event::Body::Created(c)) = &event.body {
+            created = Some(c.clone());
+        }
         let observations = match &event.body {
-            Some(pb::audit_event::Body::Created(created)) => {
+            _ if event.seq == dealt_at => {
+                let created = created.as_ref().expect("created first");
                 let options = created.options.as_ref().expect("options");
                 let config = Amori::options_from_proto(options)
                     .expect("Amori options")
@@ -263,11 +271,15 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
             }
             _ => Vec::new(),
         };
-        steps.push(Step {
-            seq: event.seq,
-            state: state.clone().expect("created first"),
-            observations,
-        });
+        // Nothing is dealt before the start: no state, and nothing told to anyone.
+        match &state {
+            Some(state) => steps.push(Step {
+                seq: event.seq,
+                state: state.clone(),
+                observations,
+            }),
+            None => assert!(observations.is_empty()),
+        }
     }
     steps
 }
@@ -752,10 +764,12 @@ async fn a_mother_plays_a_whole_match_against_two_bots() {
         pb::BotSeat {
             seat: 1,
             strategy: "random".into(),
+            nonce: String::new(),
         },
         pb::BotSeat {
             seat: 2,
             strategy: String::new(),
+            nonce: String::new(),
         },
     ];
     let info = client

@@ -536,3 +536,46 @@ pub(crate) async fn audit_log(client: &mut MissiveClient<Channel>, match_id: &st
         .audit
         .expect("the full log once the match is over")
 }
+
+/// Where a finished match was dealt: the seq of the event that dealt it and the seed the
+/// shuffle drew from, recomputed from the revealed seed and the logged nonces as docs/API.md
+/// states it: `SHA-256("missive deal v1" ‖ seed ‖ len(nonce) ‖ nonce …)` over the seats'
+/// holders when the last seat was taken. A match from before nonces was dealt at creation
+/// (seq 1) from the seed itself.
+pub(crate) fn deal_of(log: &pb::AuditLog) -> (u64, [u8; 32]) {
+    use pb::audit_event::Body;
+    use sha2::{Digest, Sha256};
+    let seed: [u8; 32] = hex::decode(&log.seed)
+        .expect("hex seed")
+        .try_into()
+        .expect("32 bytes");
+    let mut holders: Vec<Option<String>> = Vec::new();
+    for event in &log.events {
+        match &event.body {
+            Some(Body::Created(c)) => {
+                if !c.deal_at_start {
+                    return (event.seq, seed);
+                }
+                holders = vec![None; c.seat_count as usize];
+                for bot in &c.bots {
+                    holders[bot.seat as usize] = Some(bot.nonce.clone());
+                }
+            }
+            Some(Body::Joined(j)) => holders[j.seat as usize] = Some(j.nonce.clone()),
+            Some(Body::Left(l)) => holders[l.seat as usize] = None,
+            _ => {}
+        }
+        if !holders.is_empty() && holders.iter().all(Option::is_some) {
+            let mut hasher = Sha256::new();
+            hasher.update(b"missive deal v1");
+            hasher.update(seed);
+            for nonce in holders.iter().flatten() {
+                assert!((1..=64).contains(&nonce.len()), "a nonce of 1 to 64 bytes");
+                hasher.update([nonce.len() as u8]);
+                hasher.update(nonce.as_bytes());
+            }
+            return (event.seq, hasher.finalize().into());
+        }
+    }
+    panic!("the match never started");
+}

@@ -293,6 +293,10 @@ async fn play_session(
     let match_id = created.match_id;
     let mut tokens = Vec::new();
     for seat in 0..SEATS {
+        if seat == 0 {
+            // Seat 0 changes hands before the start; the passer-by saw no card.
+            crate::deal::pass_by(client, &match_id, seat).await;
+        }
         let joined = client
             .join_match(pb::JoinMatchRequest {
                 match_id: match_id.clone(),
@@ -396,46 +400,43 @@ type Step = (u64, Box<dyn MatchState>, Vec<Observation<pb::GameEvent>>);
 
 fn replay(log: &pb::AuditLog) -> Vec<Step> {
     let registry = Registry::new();
-    let seed: [u8; 32] = hex::decode(&log.seed)
-        .expect("hex")
-        .try_into()
-        .expect("32 bytes");
-    let mut created = None;
+    let (dealt_at, seed) = crate::helpers::deal_of(log);
+    let mut created: Option<pb::MatchCreated> = None;
     let mut state: Option<Box<dyn MatchState>> = None;
     let mut steps = Vec::new();
     for event in &log.events {
         let stored = missive_server::audit::stored_event(&registry, event, created.as_ref())
             .expect("rebuilds");
         let mut observations = Vec::new();
-        match &event.body {
-            Some(pb::audit_event::Body::Created(c)) => {
-                let (game, parsed) = registry
-                    .parse_options(
-                        c.options.as_ref().expect("options"),
-                        Some(c.seat_count as u8),
-                    )
-                    .expect("options");
-                let fresh = game
-                    .setup(&parsed.config, c.seat_count as u8, seed)
-                    .expect("setup");
-                observations = fresh.setup_observations();
-                state = Some(fresh);
-                created = Some(c.clone());
-            }
-            Some(pb::audit_event::Body::Action(a)) => {
-                observations = state
-                    .as_mut()
-                    .expect("created first")
-                    .apply(a.seat as u8, &stored.payload["action"])
-                    .expect("a logged action replays");
-            }
-            _ => {}
+        if let Some(pb::audit_event::Body::Created(c)) = &event.body {
+            created = Some(c.clone());
         }
-        steps.push((
-            event.seq,
-            state.as_ref().expect("created first").boxed_clone(),
-            observations,
-        ));
+        if event.seq == dealt_at {
+            let c = created.as_ref().expect("created first");
+            let (game, parsed) = registry
+                .parse_options(
+                    c.options.as_ref().expect("options"),
+                    Some(c.seat_count as u8),
+                )
+                .expect("options");
+            let fresh = game
+                .setup(&parsed.config, c.seat_count as u8, seed)
+                .expect("setup");
+            observations = fresh.setup_observations();
+            state = Some(fresh);
+        }
+        if let Some(pb::audit_event::Body::Action(a)) = &event.body {
+            observations = state
+                .as_mut()
+                .expect("dealt first")
+                .apply(a.seat as u8, &stored.payload["action"])
+                .expect("a logged action replays");
+        }
+        // Nothing is dealt before the start: no state, and nothing told to anyone.
+        match &state {
+            Some(state) => steps.push((event.seq, state.boxed_clone(), observations)),
+            None => assert!(observations.is_empty()),
+        }
     }
     steps
 }

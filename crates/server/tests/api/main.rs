@@ -3,6 +3,7 @@
 
 mod amori;
 mod clock;
+mod deal;
 mod grpc;
 mod helpers;
 mod http;

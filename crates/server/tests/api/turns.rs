@@ -43,6 +43,7 @@ async fn start_match_with(
                 .map(|&seat| pb::BotSeat {
                     seat,
                     strategy: strategy.to_owned(),
+                    nonce: String::new(),
                 })
                 .collect(),
             ..love_letter_options(seats)
@@ -586,19 +587,23 @@ async fn bad_bot_requests_are_refused_and_create_nothing() {
         vec![pb::BotSeat {
             seat: 2,
             strategy: String::new(),
+            nonce: String::new(),
         }],
         vec![pb::BotSeat {
             seat: 0,
             strategy: "genius".into(),
+            nonce: String::new(),
         }],
         vec![
             pb::BotSeat {
                 seat: 1,
                 strategy: String::new(),
+                nonce: String::new(),
             },
             pb::BotSeat {
                 seat: 1,
                 strategy: "random".into(),
+                nonce: String::new(),
             },
         ],
     ];
