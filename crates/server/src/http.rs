@@ -2,19 +2,8 @@
 //! the same messages as gRPC, the watch stream as Server-Sent Events, and the operational
 //! endpoints: `/healthz`, `/metrics`, `/openapi.json`.
 //!
-//! Routes (path parameters fill the message's `matchId`; a body may repeat it but not differ):
-//! - `POST /v1/matches` CreateMatchRequest → CreateMatchResponse
-//! - `GET  /v1/matches?status=&kind=&limit=&pageToken=` → ListMatchesResponse
-//! - `GET  /v1/matches/{id}` → GetMatchResponse
-//! - `POST /v1/matches/{id}/join` JoinMatchRequest → JoinMatchResponse
-//! - `POST /v1/matches/{id}/act` ActRequest → ActResponse
-//! - `GET  /v1/matches/{id}/view?seat=` → GetViewResponse
-//! - `GET  /v1/matches/{id}/history?seat=` → GetHistoryResponse
-//! - `GET  /v1/matches/{id}/watch?afterVersion=&seat=` → `text/event-stream` of WatchMatchResponse
-//! - `POST /v1/matches/{id}/leave` LeaveMatchRequest → LeaveMatchResponse
-//! - `PUT  /v1/matches/{id}/webhook` SetWebhookRequest → SetWebhookResponse
-//! - `DELETE /v1/matches/{id}/webhook` → SetWebhookResponse (the webhook removed)
-//! - `GET  /v1/matches/{id}/webhook` → GetWebhookResponse
+//! Routes: the table in `routes.rs` (path parameters fill the message's `matchId`; a body may
+//! repeat it but not differ).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -30,7 +19,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{MethodFilter, MethodRouter, get, on};
 use futures::Stream;
 use missive_proto::v1 as pb;
 use serde::Serialize;
@@ -44,7 +33,7 @@ use tower_http::trace::TraceLayer;
 use crate::auth;
 use crate::error::{ApiError, ApiResult};
 use crate::service::{Caller, Service};
-use crate::{Config, metrics, openapi};
+use crate::{Config, metrics, openapi, routes};
 
 type AppState = Arc<Service>;
 
@@ -407,21 +396,38 @@ async fn record(request: Request, next: Next) -> Response {
     response
 }
 
+/// The handler of one route of the table.
+fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
+    let filter = match route.method {
+        routes::Method::Get => MethodFilter::GET,
+        routes::Method::Post => MethodFilter::POST,
+        routes::Method::Put => MethodFilter::PUT,
+        routes::Method::Delete => MethodFilter::DELETE,
+    };
+    match route.operation {
+        "CreateMatch" => on(filter, create_match),
+        "ListMatches" => on(filter, list_matches),
+        "GetMatch" => on(filter, get_match),
+        "JoinMatch" => on(filter, join_match),
+        "Act" => on(filter, act),
+        "GetView" => on(filter, get_view),
+        "GetHistory" => on(filter, get_history),
+        "WatchMatch" => on(filter, watch_match),
+        "LeaveMatch" => on(filter, leave_match),
+        "SetWebhook" => on(filter, set_webhook),
+        "RemoveWebhook" => on(filter, remove_webhook),
+        "GetWebhook" => on(filter, get_webhook),
+        other => unreachable!("the route table names {other}, which has no handler"),
+    }
+}
+
 /// The router, with its tower layers: tracing, timeout, body limit, concurrency limit.
 pub fn router(config: &Config, service: Arc<Service>) -> Router {
-    Router::new()
-        .route("/v1/matches", post(create_match).get(list_matches))
-        .route("/v1/matches/{id}", get(get_match))
-        .route("/v1/matches/{id}/join", post(join_match))
-        .route("/v1/matches/{id}/act", post(act))
-        .route("/v1/matches/{id}/view", get(get_view))
-        .route("/v1/matches/{id}/history", get(get_history))
-        .route("/v1/matches/{id}/watch", get(watch_match))
-        .route("/v1/matches/{id}/leave", post(leave_match))
-        .route(
-            "/v1/matches/{id}/webhook",
-            put(set_webhook).delete(remove_webhook).get(get_webhook),
-        )
+    let mut router = Router::new();
+    for route in routes::ROUTES {
+        router = router.route(route.path, method_router(route));
+    }
+    router
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi_json))

@@ -19,6 +19,7 @@ pub mod games;
 pub mod grpc;
 pub mod limits;
 pub mod metrics;
+pub mod routes;
 pub mod service;
 pub mod turns;
 pub mod webhooks;

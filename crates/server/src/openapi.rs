@@ -10,6 +10,8 @@ use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorSet};
 use serde_json::{Map, Value, json};
 
+use crate::routes::{ROUTES, Route};
+
 const PACKAGE: &str = "missive.v1";
 
 fn schema_ref(full_name: &str) -> Value {
@@ -178,33 +180,78 @@ fn query(name: &str, schema: Value, description: &str) -> Value {
     json!({ "name": name, "in": "query", "required": false, "schema": schema, "description": description })
 }
 
+/// `(input, output)` message of each RPC of the `Missive` service, by name.
+fn rpcs() -> std::collections::HashMap<String, (String, String)> {
+    let set = FileDescriptorSet::decode(missive_proto::FILE_DESCRIPTOR_SET)
+        .expect("the descriptor set compiled into the binary decodes");
+    set.file
+        .iter()
+        .filter(|f| f.package() == PACKAGE)
+        .flat_map(|f| &f.service)
+        .filter(|s| s.name() == "Missive")
+        .flat_map(|s| &s.method)
+        .map(|m| {
+            let name = |t: &str| t.trim_start_matches(&format!(".{PACKAGE}.")).to_owned();
+            (
+                m.name().to_owned(),
+                (name(m.input_type()), name(m.output_type())),
+            )
+        })
+        .collect()
+}
+
+/// One route of the table as an OpenAPI operation.
+fn route_operation(
+    route: &Route,
+    rpcs: &std::collections::HashMap<String, (String, String)>,
+) -> Value {
+    let (input, output) = &rpcs[route.rpc];
+    let mut parameters = Vec::new();
+    if route.path.contains("{id}") {
+        parameters.push(path_id());
+    }
+    for param in route.query {
+        let schema = match (param.name, param.kind) {
+            ("status", _) => schema_ref(&format!("{PACKAGE}.MatchStatus")),
+            (_, "integer") => json!({ "type": "integer", "minimum": 0 }),
+            (_, kind) => json!({ "type": kind }),
+        };
+        parameters.push(query(param.name, schema, param.about));
+    }
+    let mut op = operation(
+        route.operation,
+        route.summary,
+        route.body.then_some(input.as_str()),
+        output,
+        &route.success.to_string(),
+        &parameters,
+        route.authed,
+    );
+    if route.stream {
+        op["responses"]["200"] = json!({
+            "description": "A text/event-stream: each `update` event has the version as its id and a WatchMatchResponse (JSON) as its data; an `error` event carries an Error and ends the stream. The stream ends after the match's last update.",
+            "content": { "text/event-stream": { "schema": { "type": "string" } } }
+        });
+    }
+    op
+}
+
 fn build() -> Value {
-    let seat = query(
-        "seat",
-        json!({ "type": "integer", "minimum": 0 }),
-        "View as this seat (requires its token).",
+    let rpcs = rpcs();
+    let mut paths = Map::new();
+    for route in ROUTES {
+        let path = route.path.replace("{id}", "{matchId}");
+        let entry = paths.entry(path).or_insert_with(|| json!({}));
+        entry[route.method.openapi()] = route_operation(route, &rpcs);
+    }
+    paths.insert(
+        "/healthz".into(),
+        json!({ "get": { "operationId": "Health", "responses": { "200": { "description": "Serving" }, "503": { "description": "Store unavailable" } } } }),
     );
-    let mut watch = operation(
-        "WatchMatch",
-        "Every update after a version, as Server-Sent Events",
-        None,
-        "WatchMatchResponse",
-        "200",
-        &[
-            path_id(),
-            query(
-                "afterVersion",
-                json!({ "type": "integer", "minimum": 0 }),
-                "Send updates after this version.",
-            ),
-            seat.clone(),
-        ],
-        true,
+    paths.insert(
+        "/metrics".into(),
+        json!({ "get": { "operationId": "Metrics", "responses": { "200": { "description": "Prometheus text format", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }),
     );
-    watch["responses"]["200"] = json!({
-        "description": "A text/event-stream: each `update` event has the version as its id and a WatchMatchResponse (JSON) as its data; an `error` event carries an Error and ends the stream. The stream ends after the match's last update.",
-        "content": { "text/event-stream": { "schema": { "type": "string" } } }
-    });
     json!({
         "openapi": "3.0.3",
         "info": {
@@ -218,43 +265,7 @@ fn build() -> Value {
             },
             "schemas": schemas()
         },
-        "paths": {
-            "/v1/matches": {
-                "post": operation("CreateMatch", "Open a new match", Some("CreateMatchRequest"), "CreateMatchResponse", "201", &[], false),
-                "get": operation("ListMatches", "Matches, by default those open to join", None, "ListMatchesResponse", "200", &[
-                    query("status", schema_ref(&format!("{PACKAGE}.MatchStatus")), "Default: MATCH_STATUS_OPEN."),
-                    query("kind", json!({ "type": "string" }), "A game kind such as love-letter."),
-                    query("limit", json!({ "type": "integer", "minimum": 0, "maximum": 200 }), "Page size (default 50)."),
-                    query("pageToken", json!({ "type": "string" }), "nextPageToken of the previous page."),
-                ], false),
-            },
-            "/v1/matches/{matchId}": {
-                "get": operation("GetMatch", "A match's public information", None, "GetMatchResponse", "200", &[path_id()], false),
-            },
-            "/v1/matches/{matchId}/join": {
-                "post": operation("JoinMatch", "Take a seat; returns the seat token once", Some("JoinMatchRequest"), "JoinMatchResponse", "200", &[path_id()], false),
-            },
-            "/v1/matches/{matchId}/act": {
-                "post": operation("Act", "Play an action as the token's seat", Some("ActRequest"), "ActResponse", "200", &[path_id()], true),
-            },
-            "/v1/matches/{matchId}/view": {
-                "get": operation("GetView", "The caller's view and legal actions", None, "GetViewResponse", "200", &[path_id(), seat.clone()], true),
-            },
-            "/v1/matches/{matchId}/history": {
-                "get": operation("GetHistory", "The log as the caller may see it; the audit log once over", None, "GetHistoryResponse", "200", &[path_id(), seat], true),
-            },
-            "/v1/matches/{matchId}/watch": { "get": watch },
-            "/v1/matches/{matchId}/leave": {
-                "post": operation("LeaveMatch", "Give up the token's seat", Some("LeaveMatchRequest"), "LeaveMatchResponse", "200", &[path_id()], true),
-            },
-            "/v1/matches/{matchId}/webhook": {
-                "put": operation("SetWebhook", "Register or replace the token's seat's \"your turn\" webhook; returns its signing secret once", Some("SetWebhookRequest"), "SetWebhookResponse", "200", &[path_id()], true),
-                "delete": operation("RemoveWebhook", "Remove the token's seat's webhook", None, "SetWebhookResponse", "200", &[path_id()], true),
-                "get": operation("GetWebhook", "The token's seat's webhook and its recent deliveries", None, "GetWebhookResponse", "200", &[path_id()], true),
-            },
-            "/healthz": { "get": { "operationId": "Health", "responses": { "200": { "description": "Serving" }, "503": { "description": "Store unavailable" } } } },
-            "/metrics": { "get": { "operationId": "Metrics", "responses": { "200": { "description": "Prometheus text format", "content": { "text/plain": { "schema": { "type": "string" } } } } } } }
-        }
+        "paths": paths,
     })
 }
 
@@ -280,6 +291,26 @@ mod tests {
                 "{name} is referenced but not defined"
             );
         }
+    }
+
+    #[test]
+    fn every_route_of_the_table_is_documented_with_its_rpcs_messages() {
+        let paths = &document()["paths"];
+        for route in ROUTES {
+            let op = &paths[route.path.replace("{id}", "{matchId}")][route.method.openapi()];
+            assert_eq!(op["operationId"], route.operation, "{route:?}");
+        }
+        let join = &paths["/v1/matches/{matchId}/join"]["post"];
+        assert_eq!(
+            join["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/missive.v1.JoinMatchRequest"
+        );
+        assert_eq!(
+            join["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/missive.v1.JoinMatchResponse"
+        );
+        let watch = &paths["/v1/matches/{matchId}/watch"]["get"];
+        assert!(watch["responses"]["200"]["content"]["text/event-stream"].is_object());
     }
 
     #[test]

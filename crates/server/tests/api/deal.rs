@@ -572,11 +572,20 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
     let zero = join(&mut other, &id, "b", 0, Some("zero!".into())).await;
     let one = join(&mut client, &id, "c", 1, Some("~one~".into())).await;
     let history = history(&mut client, &id, Some(&one.seat_token)).await;
-    // Both servers show seat 1 the same deal.
-    assert_eq!(
-        view(&mut other, &id, Some(&one.seat_token)).await.game,
-        view(&mut client, &id, Some(&one.seat_token)).await.game
-    );
+    // Both servers show seat 1 the same deal, compared at one version (the bot may move
+    // between the two reads).
+    let mut tries = 0;
+    loop {
+        let there = view(&mut other, &id, Some(&one.seat_token)).await;
+        let here = view(&mut client, &id, Some(&one.seat_token)).await;
+        if there.version == here.version {
+            assert_eq!(there.game, here.game);
+            break;
+        }
+        tries += 1;
+        assert!(tries < 50, "the two servers agree on a version");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     leave(&mut client, &id, &zero.seat_token).await;
     let log = audit_log(&mut client, &id).await;
     let state = missive_server::audit::verify(&registry, id.parse().expect("uuid"), &log)
