@@ -1,0 +1,244 @@
+//! CreateMatch, and its retry by request id.
+
+use super::*;
+
+/// Whether two `created` payloads come from the same request: the same game options, seats,
+/// timing and bots. What the server adds of its own is not compared.
+pub(super) fn same_creation(stored: &Value, new: &Value) -> bool {
+    const FROM_THE_REQUEST: [&str; 5] = [
+        "config",
+        "seat_count",
+        "turn_timeout_secs",
+        "turn_reminder_secs",
+        "fixed_deck",
+    ];
+    let bots = |payload: &Value| -> Vec<(Value, Value)> {
+        payload["bots"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| (b["seat"].clone(), b["strategy"].clone()))
+            .collect()
+    };
+    FROM_THE_REQUEST.iter().all(|key| stored[key] == new[key]) && bots(stored) == bots(new)
+}
+
+impl Service {
+    pub async fn create_match(
+        &self,
+        req: pb::CreateMatchRequest,
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        let options = req
+            .options
+            .ok_or_else(|| ApiError::invalid("options are required"))?;
+        let seats = match req.seat_count {
+            0 => 2,
+            n => {
+                u8::try_from(n).map_err(|_| ApiError::invalid(format!("{n} seats is too many")))?
+            }
+        };
+        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
+        let (game, parsed) = self.games.parse_options(&options, Some(seats))?;
+        if parsed.fixed_deck && !self.settings.allow_fixed_deck {
+            return Err(ApiError::PermissionDenied(
+                "fixed decks are disabled on this server (MISSIVE_ALLOW_FIXED_DECK)".into(),
+            ));
+        }
+        limits::turn_secs("turnTimeoutSecs", req.turn_timeout_secs)?;
+        limits::turn_secs("turnReminderSecs", req.turn_reminder_secs)?;
+        if let Some(early) = req.turn_reminder_secs {
+            match req.turn_timeout_secs {
+                None => {
+                    return Err(ApiError::invalid(
+                        "turnReminderSecs needs turnTimeoutSecs: a reminder comes before a deadline",
+                    ));
+                }
+                Some(timeout) if early == 0 || early >= timeout => {
+                    return Err(ApiError::invalid(format!(
+                        "turnReminderSecs must be at least 1 and less than turnTimeoutSecs ({timeout})"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        let seed = auth::random_bytes()?;
+        let seed_hash: [u8; 32] = Sha256::digest(seed).into();
+        let now = self.settings.clock.now();
+        let mut payload = json!({
+            "config": parsed.config,
+            "seat_count": seats,
+            "fixed_deck": parsed.fixed_deck,
+            "deal_at_start": true,
+        });
+        if let Some(secs) = req.turn_timeout_secs {
+            payload["turn_timeout_secs"] = json!(secs);
+        }
+        if let Some(secs) = req.turn_reminder_secs {
+            payload["turn_reminder_secs"] = json!(secs);
+        }
+        let mut bot_seats = std::collections::BTreeMap::new();
+        for bot in &req.bots {
+            let seat = u8::try_from(bot.seat)
+                .ok()
+                .filter(|s| *s < seats)
+                .ok_or_else(|| {
+                    ApiError::invalid(format!(
+                        "bot seat {} does not exist (seats 0 to {})",
+                        bot.seat,
+                        seats - 1
+                    ))
+                })?;
+            let strategy = bots::strategy(&bot.strategy).map_err(ApiError::invalid)?;
+            let nonce = if bot.nonce.is_empty() {
+                deal::random_nonce()?
+            } else {
+                deal::check_nonce(&bot.nonce)
+                    .map_err(|e| ApiError::invalid(format!("bots: {e}")))?;
+                bot.nonce.clone()
+            };
+            if bot_seats.insert(seat, (strategy, nonce)).is_some() {
+                return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
+            }
+        }
+        if !bot_seats.is_empty() {
+            payload["bots"] = bot_seats
+                .iter()
+                .map(|(seat, (strategy, nonce))| {
+                    json!({ "seat": seat, "strategy": strategy, "nonce": nonce })
+                })
+                .collect();
+        }
+        let taken: Vec<SeatRecord> = bot_seats
+            .iter()
+            .map(|(&seat, (strategy, _))| SeatRecord {
+                seat,
+                player: Some(bots::player_name(strategy)),
+                token_hash: None,
+                bot: Some((*strategy).to_owned()),
+            })
+            .collect();
+        let status = if taken.len() == usize::from(seats) {
+            MatchStatus::Active
+        } else {
+            MatchStatus::Open
+        };
+        // A retried creation names the match its first attempt created.
+        let id = match request_id {
+            Some(request_id) => self.keys().await?.match_id(request_id),
+            None => uuid::Uuid::new_v4(),
+        };
+        // Nothing is dealt until every seat is held: at once when every seat is a bot.
+        let mut pending = Undealt::new(seed, seats);
+        pending.holders.note(1, kinds::CREATED, &payload)?;
+        let (state, undealt) = match pending.deal(game.as_ref(), &parsed.config, seats)? {
+            Some(dealt) => (dealt, None),
+            None => (Box::new(NotDealt) as Box<dyn MatchState>, Some(pending)),
+        };
+        let all_seats: Vec<SeatRecord> = (0..seats)
+            .map(|seat| {
+                taken
+                    .iter()
+                    .find(|s| s.seat == seat)
+                    .cloned()
+                    .unwrap_or(SeatRecord {
+                        seat,
+                        ..SeatRecord::default()
+                    })
+            })
+            .collect();
+        let turns = pending_turns(
+            &all_seats,
+            Timing {
+                timeout_secs: req.turn_timeout_secs,
+                reminder_secs: req.turn_reminder_secs,
+            },
+            status,
+            state.as_ref(),
+            SeatSet::EMPTY,
+            None,
+            now,
+        );
+        let wake = turns.as_ref().is_some_and(|t| !t.is_empty());
+        let created = self
+            .store
+            .create_match(
+                NewMatch {
+                    id,
+                    kind: game.kind().to_owned(),
+                    config: parsed.config,
+                    rules_version: game.rules_version(),
+                    seat_count: seats,
+                    seed,
+                    seed_hash,
+                    turn_timeout_secs: req.turn_timeout_secs,
+                    turn_reminder_secs: req.turn_reminder_secs,
+                    created_at: now,
+                    start: MatchUpdate {
+                        status: Some(status),
+                        seats: taken,
+                        turns,
+                        notify: Vec::new(),
+                    },
+                },
+                vec![NewEvent {
+                    kind: kinds::CREATED.into(),
+                    actor: None,
+                    request_id: None,
+                    payload: payload.clone(),
+                    at: now,
+                }],
+            )
+            .await;
+        let (record, events) = match created {
+            Err(StoreError::AlreadyExists(_)) if request_id.is_some() => {
+                return self.created_again(id, &payload).await;
+            }
+            created => created?,
+        };
+        tracing::info!(match_id = %id, kind = game.kind(), seats, "match created");
+        if wake {
+            self.turns_written.notify_one();
+        }
+        let info = self.info(&record, game.as_ref()).await?;
+        let slot = self.slot(id);
+        let mut guard = slot.lock().await;
+        if guard.is_none() && record.version == events.last().map_or(0, |e| e.seq) {
+            // A new match awaits no human seat yet: open, or all bots.
+            *guard = Some(Live {
+                record,
+                game,
+                state,
+                request_ids: HashMap::new(),
+                whole_log: true,
+                deadlines: Vec::new(),
+                seed: None,
+                vacated: Vec::new(),
+                undealt,
+            });
+        }
+        Ok(pb::CreateMatchResponse {
+            r#match: Some(info),
+        })
+    }
+
+    /// The answer to a creation retried with its request id: the match the first attempt
+    /// created, as it is now, if it was created from the same request.
+    pub(super) async fn created_again(
+        &self,
+        id: MatchId,
+        payload: &Value,
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        let first = self.store.read_events(id, 0, 1).await?;
+        let same = first
+            .first()
+            .is_some_and(|e| e.kind == kinds::CREATED && same_creation(&e.payload, payload));
+        if !same {
+            return Err(request_id_reused());
+        }
+        let record = self.store.get_match(id).await?;
+        let game = self.games.get(&record.kind)?.clone();
+        Ok(pb::CreateMatchResponse {
+            r#match: Some(self.info(&record, game.as_ref()).await?),
+        })
+    }
+}

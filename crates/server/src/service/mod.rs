@@ -1,0 +1,419 @@
+//! The transport-independent core: create, join, act, view, history, watch, list and leave,
+//! over the event store and the rules engines. Both transports call these methods with the
+//! request messages of the public API and the caller's bearer token, and relay the result.
+//!
+//! One action's path: authenticate → the cached match (loaded when absent: the newest snapshot
+//! plus the events after it) → the rules apply it → append with the expected version → fold
+//! the event into the cache → notify watchers. Writes trust the cache: one made from a stale
+//! cache (another replica appended meanwhile) fails the store's version check and is retried
+//! from a fresh read, and a refusal made from the cache is only returned once a fresh read
+//! confirms it (`for_write`, `or_recheck!`). Reads (views, history, watches) first bring the
+//! cache up to the store's version.
+//!
+//! The server's own moves take the same path: a bot's choice (from its seat's view only) and a
+//! passed deadline's default action (a `timeout` event) are played by [`Service::play_turn`].
+//! Every append of a match with a turn timeout or bots also rewrites its pending turns, in the
+//! same store write.
+//!
+//! Where things are: this file holds the service, its cache and the helpers every command
+//! shares; `projection.rs` the fold of events into a cached match and the deadline rule;
+//! `render.rs` every `pb::` message built from store records; one file per command
+//! (`create.rs`, `join.rs`, `act.rs`, `leave.rs`, `webhook.rs`); `queries.rs` the reads;
+//! `watch.rs` the live streams.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use missive_proto::v1 as pb;
+use missive_rules::{Observation, SeatSet, Viewer};
+use missive_store::{
+    MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, PendingTurn,
+    SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
+};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
+
+use crate::auth::{self, Keys};
+use crate::bots;
+use crate::deal;
+use crate::error::{ApiError, ApiResult};
+use crate::games::{GameKind, MatchState, NotDealt, Registry};
+use crate::limits;
+
+/// Event kinds, persisted: never rename one.
+pub mod kinds {
+    pub const CREATED: &str = "created";
+    pub const JOINED: &str = "joined";
+    pub const ACTION: &str = "action";
+    pub const LEFT: &str = "left";
+    /// A turn deadline passed and the server played the default action for the seat.
+    pub const TIMEOUT: &str = "timeout";
+}
+
+/// How much longer than the store's connection wait a request may take before it is answered
+/// UNAVAILABLE (see [`Service::bounded`]).
+pub const STORE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often an act or join retries after losing a race to another writer.
+const APPEND_ATTEMPTS: usize = 5;
+/// Updates a match's watchers may fall behind before they catch up from the store instead.
+/// The buffer is allocated whole for every watched match (about 40 bytes a slot), so it is
+/// kept small: turn-based matches rarely append more than a few events at once.
+const WATCH_BUFFER: usize = 16;
+
+/// The caller of a request: the bearer token, if any.
+#[derive(Clone, Default)]
+pub struct Caller {
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Caller {
+    // A token is a credential: never print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("token", &self.token.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+/// Service settings that come from the server's configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub allow_fixed_deck: bool,
+    pub cache_capacity: usize,
+    /// How often a watch stream checks the store for updates it was not told of.
+    pub watch_recheck: std::time::Duration,
+    /// Whether webhook URLs may name non-public addresses (see `webhooks.rs`).
+    pub webhook_allow_private: bool,
+    /// What the service stamps events with and the turn worker claims due turns by.
+    pub clock: crate::clock::Clock,
+}
+
+/// One appended event, as broadcast to watchers.
+#[derive(Debug)]
+pub struct Update {
+    pub event: StoredEvent,
+    pub observations: Vec<Observation<pb::GameEvent>>,
+    /// The state, the match row and the deadlines right after the event.
+    pub state: Box<dyn MatchState>,
+    pub record: MatchRecord,
+    pub deadlines: Deadlines,
+    /// The seed when the match is over and this server had read it.
+    pub seed: Option<[u8; 32]>,
+}
+
+/// What wakes a match's watchers.
+#[derive(Debug, Clone)]
+enum Wake {
+    /// An event this server appended, with everything a watcher needs to send it.
+    Update(Arc<Update>),
+    /// Another replica (or this one) took the match to this version: read it from the store.
+    Moved(u64),
+    /// Notifications may have been missed: check the store.
+    Resync,
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Live>>>;
+
+/// The service. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Service {
+    store: Store,
+    games: Registry,
+    settings: Settings,
+    cache: Mutex<HashMap<MatchId, Slot>>,
+    watchers: Mutex<HashMap<MatchId, broadcast::Sender<Wake>>>,
+    /// Set once the server stops: watch streams end so connections can drain.
+    stopping: tokio::sync::watch::Sender<bool>,
+    /// Woken when this server wrote pending turns, so the turn worker claims bot turns at
+    /// once instead of at its next poll.
+    turns_written: tokio::sync::Notify,
+    /// Wakes the webhook delivery worker after an append queued notifications.
+    webhook_wake: Arc<Notify>,
+    /// What retried requests' answers are derived from, read from the store once.
+    keys: tokio::sync::OnceCell<Keys>,
+}
+
+/// Who acts: a caller with a seat token (and the seat the request names, if any), or this
+/// server for a seat (a bot's turn, or a turn deadline that passed).
+#[derive(Debug, Clone, Copy)]
+enum By<'a> {
+    Caller(&'a Caller, Option<u32>),
+    Server(u8),
+}
+
+/// What is played.
+#[derive(Debug, Clone, Copy)]
+enum Play<'a> {
+    /// The caller's action.
+    Action(&'a pb::GameAction),
+    /// What the bot with this strategy chooses from the seat's view.
+    Bot(&'a str),
+    /// The game's default action for the seat, recorded as a timeout.
+    Timeout,
+}
+
+/// In a retry loop over a match read with [`Service::for_write`]: a refusal made from a cached
+/// match not yet known to be current sets `$fresh` and goes round again (from a fresh read)
+/// instead of being returned.
+macro_rules! or_recheck {
+    ($fresh:ident, $result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(_) if !$fresh => {
+                $fresh = true;
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+}
+
+/// The refusal of a request id sent again with a different request.
+fn request_id_reused() -> ApiError {
+    ApiError::precondition(
+        "request-id-reused",
+        "this requestId was used for a different request; use a new id for a new request",
+    )
+}
+
+fn parse_id(id: &str) -> ApiResult<MatchId> {
+    id.parse().map_err(|_| {
+        // A long id is not echoed back.
+        let shown: String = id.chars().take(40).collect();
+        ApiError::invalid(format!("{shown:?} is not a match id (a UUID)"))
+    })
+}
+
+fn payload_seat(event: &StoredEvent) -> ApiResult<u8> {
+    event.payload["seat"]
+        .as_u64()
+        .and_then(|s| u8::try_from(s).ok())
+        .ok_or_else(|| ApiError::internal(format!("event {} has no seat", event.seq)))
+}
+
+fn status_to_proto(status: MatchStatus) -> pb::MatchStatus {
+    match status {
+        MatchStatus::Open => pb::MatchStatus::Open,
+        MatchStatus::Active => pb::MatchStatus::Active,
+        MatchStatus::Finished => pb::MatchStatus::Finished,
+        MatchStatus::Abandoned => pb::MatchStatus::Abandoned,
+    }
+}
+
+fn is_over(status: MatchStatus) -> bool {
+    matches!(status, MatchStatus::Finished | MatchStatus::Abandoned)
+}
+
+pub(crate) fn timestamp(at: chrono::DateTime<Utc>) -> pbjson_types::Timestamp {
+    pbjson_types::Timestamp {
+        seconds: at.timestamp(),
+        nanos: at.timestamp_subsec_nanos() as i32,
+    }
+}
+
+impl Service {
+    pub fn new(store: Store, settings: Settings) -> Self {
+        Service {
+            store,
+            games: Registry::new(),
+            settings,
+            cache: Mutex::new(HashMap::new()),
+            watchers: Mutex::new(HashMap::new()),
+            stopping: tokio::sync::watch::Sender::new(false),
+            turns_written: tokio::sync::Notify::new(),
+            webhook_wake: Arc::new(Notify::new()),
+            keys: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The key every server of this store derives retried requests' answers from.
+    async fn keys(&self) -> ApiResult<&Keys> {
+        self.keys
+            .get_or_try_init(|| async {
+                let key = self
+                    .store
+                    .server_key(Keys::NAME, auth::random_bytes()?)
+                    .await?;
+                Ok(Keys::new(key))
+            })
+            .await
+    }
+
+    /// Runs one request's work, answering UNAVAILABLE once it has waited longer than a store
+    /// that answers at all would make it wait: the pool's connection wait and a second more.
+    /// An outage then fails every request within that bound, however many queue behind one
+    /// match or one connection. A request cut short may still have been applied, as when its
+    /// answer is lost: retried with the same request id, it answers the original outcome.
+    pub async fn bounded<T>(
+        &self,
+        work: impl std::future::Future<Output = ApiResult<T>>,
+    ) -> ApiResult<T> {
+        let bound = self.store.acquire_timeout() + STORE_GRACE;
+        tokio::time::timeout(bound, work).await.unwrap_or_else(|_| {
+            Err(ApiError::Unavailable(format!(
+                "no answer from the store within {bound:?}"
+            )))
+        })
+    }
+
+    /// The clock events are stamped with and turns fall due by.
+    pub fn clock(&self) -> &crate::clock::Clock {
+        &self.settings.clock
+    }
+
+    /// What the webhook delivery worker waits on between polls.
+    pub fn webhook_wake(&self) -> Arc<Notify> {
+        self.webhook_wake.clone()
+    }
+
+    /// Tells the delivery worker that an append queued webhook notifications.
+    pub(crate) fn wake_webhooks(&self, queued: bool) {
+        if queued {
+            self.webhook_wake.notify_one();
+        }
+    }
+
+    /// Resolves after this server wrote pending turns (at once if it did since the last call).
+    pub async fn turns_written(&self) {
+        self.turns_written.notified().await;
+    }
+
+    fn wrote_turns(&self, turns: Option<&Vec<PendingTurn>>) {
+        if turns.is_some_and(|t| !t.is_empty()) {
+            self.turns_written.notify_one();
+        }
+    }
+
+    /// Ends every watch stream; called when the server begins to shut down.
+    pub fn stop_watches(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn games(&self) -> &Registry {
+        &self.games
+    }
+
+    fn slot(&self, id: MatchId) -> Slot {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= self.settings.cache_capacity && !cache.contains_key(&id) {
+            // Evict matches nobody is using right now; they reload from the store on demand.
+            cache.retain(|_, slot| Arc::strong_count(slot) > 1);
+        }
+        cache.entry(id).or_default().clone()
+    }
+
+    /// The match, locked and brought up to the store's current version.
+    async fn current(&self, id: MatchId) -> ApiResult<OwnedMutexGuard<Option<Live>>> {
+        let mut guard = self.slot(id).lock_owned().await;
+        let record = self.store.get_match(id).await?;
+        let cached = guard.as_ref().map(|live| live.record.version);
+        match cached {
+            Some(v) if v == record.version => {
+                if let Some(live) = guard.as_mut() {
+                    live.record = record;
+                }
+            }
+            Some(v) if v < record.version => {
+                let events = self.store.read_events(id, v, u32::MAX).await?;
+                if let Some(live) = guard.as_mut() {
+                    for event in &events {
+                        Self::fold_live(live, event)?;
+                    }
+                    let latest = live.record.version;
+                    live.record = if latest == record.version {
+                        record
+                    } else {
+                        self.store.get_match(id).await?
+                    };
+                }
+            }
+            _ => *guard = Some(self.load(id).await?),
+        }
+        Ok(guard)
+    }
+
+    /// The match, locked, for a change: as this server last knew it while `fresh` is false
+    /// (loading it, when not cached, makes it fresh), brought up to date once it is true.
+    async fn for_write(
+        &self,
+        id: MatchId,
+        fresh: &mut bool,
+    ) -> ApiResult<OwnedMutexGuard<Option<Live>>> {
+        if *fresh {
+            return self.current(id).await;
+        }
+        let mut guard = self.slot(id).lock_owned().await;
+        if guard.is_none() {
+            *guard = Some(self.load(id).await?);
+            *fresh = true;
+        }
+        Ok(guard)
+    }
+
+    /// The one place watchers are told of events this server appended. Other replicas' appends
+    /// arrive through [`Service::wake`] (see `fanout.rs`).
+    fn notify(&self, update: Update) {
+        self.send_wake(update.event.match_id, Wake::Update(Arc::new(update)));
+    }
+
+    /// Another replica (or this one) took the match to `version`: watchers behind it read the
+    /// new events from the store.
+    pub fn wake(&self, id: MatchId, version: u64) {
+        self.send_wake(id, Wake::Moved(version));
+    }
+
+    /// Every watcher checks the store: notifications of other replicas' appends may have been
+    /// missed.
+    pub fn wake_all(&self) {
+        let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        watchers.retain(|_, sender| sender.send(Wake::Resync).is_ok());
+    }
+
+    fn send_wake(&self, id: MatchId, wake: Wake) {
+        let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(sender) = watchers.get(&id)
+            && sender.send(wake).is_err()
+        {
+            watchers.remove(&id);
+        }
+    }
+
+    fn subscribe(&self, id: MatchId) -> broadcast::Receiver<Wake> {
+        let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        watchers
+            .entry(id)
+            .or_insert_with(|| broadcast::channel(WATCH_BUFFER).0)
+            .subscribe()
+    }
+
+    /// The stored event at `seq`.
+    async fn stored_event(&self, id: MatchId, seq: u64) -> ApiResult<StoredEvent> {
+        self.store
+            .read_events(id, seq.saturating_sub(1), 1)
+            .await?
+            .into_iter()
+            .next()
+            .filter(|e| e.seq == seq)
+            .ok_or_else(|| ApiError::internal(format!("event {seq} of {id} is missing")))
+    }
+}
+
+// After the macro above, which the commands use.
+mod act;
+mod create;
+mod join;
+mod leave;
+mod projection;
+mod queries;
+mod render;
+mod watch;
+mod webhook;
+
+pub use projection::Deadlines;
+use projection::*;

@@ -1,0 +1,176 @@
+//! The reads: GetMatch, ListMatches, GetView and GetHistory (with the replay behind it).
+
+use super::*;
+
+impl Service {
+    pub async fn get_match(&self, req: pb::GetMatchRequest) -> ApiResult<pb::GetMatchResponse> {
+        let id = parse_id(&req.match_id)?;
+        let record = self.store.get_match(id).await?;
+        let game = self.games.get(&record.kind)?.clone();
+        Ok(pb::GetMatchResponse {
+            r#match: Some(self.info(&record, game.as_ref()).await?),
+        })
+    }
+
+    pub async fn list_matches(
+        &self,
+        req: pb::ListMatchesRequest,
+    ) -> ApiResult<pb::ListMatchesResponse> {
+        let status = match pb::MatchStatus::try_from(req.status) {
+            Ok(pb::MatchStatus::Unspecified | pb::MatchStatus::Open) => MatchStatus::Open,
+            Ok(pb::MatchStatus::Active) => MatchStatus::Active,
+            Ok(pb::MatchStatus::Finished) => MatchStatus::Finished,
+            Ok(pb::MatchStatus::Abandoned) => MatchStatus::Abandoned,
+            Err(_) => return Err(ApiError::invalid(format!("unknown status {}", req.status))),
+        };
+        let limit = match req.limit {
+            0 => 50,
+            n => n.min(200),
+        };
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            limits::text("pageToken", &req.page_token, limits::MAX_PAGE_TOKEN)?;
+            Some(parse_id(&req.page_token).map_err(|_| ApiError::invalid("bad pageToken"))?)
+        };
+        if !req.kind.is_empty() {
+            limits::text("kind", &req.kind, limits::MAX_KIND)?;
+            self.games.get(&req.kind).map_err(|_| {
+                ApiError::invalid(format!("kind {:?} is not a game of this server", req.kind))
+            })?;
+        }
+        let records = self
+            .store
+            .list_matches(&MatchFilter {
+                status: Some(status),
+                kind: (!req.kind.is_empty()).then_some(req.kind),
+                limit,
+                after,
+            })
+            .await?;
+        let next_page_token = if records.len() == limit as usize {
+            records.last().map(|r| r.id.to_string()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let mut matches = Vec::with_capacity(records.len());
+        for record in &records {
+            let game = self.games.get(&record.kind)?.clone();
+            matches.push(self.info(record, game.as_ref()).await?);
+        }
+        Ok(pb::ListMatchesResponse {
+            matches,
+            next_page_token,
+        })
+    }
+
+    pub async fn get_view(
+        &self,
+        caller: &Caller,
+        req: pb::GetViewRequest,
+    ) -> ApiResult<pb::GetViewResponse> {
+        let id = parse_id(&req.match_id)?;
+        let guard = self.current(id).await?;
+        let live = guard
+            .as_ref()
+            .ok_or_else(|| ApiError::internal("match not loaded"))?;
+        let viewer = auth::viewer(&live.record, caller.token.as_deref(), req.seat, false)?;
+        Ok(pb::GetViewResponse {
+            view: Some(self.live_view(live, viewer).await?),
+        })
+    }
+
+    /// Replays the whole log from setup, calling `f` with each event, what it produced, and the
+    /// state and match row right after it.
+    pub(super) async fn replay(
+        &self,
+        record: &MatchRecord,
+        game: &dyn GameKind,
+        after: u64,
+        mut f: impl FnMut(
+            &StoredEvent,
+            &[Observation<pb::GameEvent>],
+            &dyn MatchState,
+            &MatchRecord,
+            &[(u8, DateTime<Utc>)],
+        ) -> ApiResult<()>,
+    ) -> ApiResult<()> {
+        let seed = self.store.seed(record.id).await?;
+        let events = self.store.read_events(record.id, 0, u32::MAX).await?;
+        let mut past = record.clone();
+        past.status = MatchStatus::Open;
+        for seat in &mut past.seats {
+            seat.player = None;
+            seat.bot = None;
+        }
+        // A match dealt at its start is dealt by the event that starts it; an older one was
+        // dealt at creation, and that first deal belongs to the `created` event.
+        let (mut state, mut undealt, mut opening) = if events
+            .first()
+            .is_some_and(|created| deal::deals_at_start(&created.payload))
+        {
+            let undealt = Undealt::new(seed, record.seat_count);
+            (
+                Box::new(NotDealt) as Box<dyn MatchState>,
+                Some(undealt),
+                None,
+            )
+        } else {
+            let state = game.setup(&record.config, record.seat_count, seed)?;
+            let opening = state.setup_observations();
+            (state, None, Some(opening))
+        };
+        let mut deadlines = Vec::new();
+        for event in events {
+            let observations = match (event.kind.as_str(), opening.take()) {
+                (kinds::CREATED, Some(opening)) => opening,
+                _ => fold_event(game, record, &mut state, &mut undealt, &event)?,
+            };
+            advance_record(&mut past, &event, state.as_ref())?;
+            deadlines = next_deadlines(&deadlines, &past, state.as_ref(), &event);
+            if event.seq > after {
+                f(&event, &observations, state.as_ref(), &past, &deadlines)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn get_history(
+        &self,
+        caller: &Caller,
+        req: pb::GetHistoryRequest,
+    ) -> ApiResult<pb::GetHistoryResponse> {
+        let id = parse_id(&req.match_id)?;
+        let record = self.store.get_match(id).await?;
+        let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
+        let game = self.games.get(&record.kind)?.clone();
+        let mut entries = Vec::new();
+        let mut audit_events = Vec::new();
+        let mut version = 0;
+        let over = is_over(record.status);
+        self.replay(&record, game.as_ref(), 0, |event, observations, _, _, _| {
+            version = event.seq;
+            entries.extend(Self::entries(game.as_ref(), event, observations, viewer)?);
+            if over {
+                audit_events.push(Self::audit_event(game.as_ref(), event)?);
+            }
+            Ok(())
+        })
+        .await?;
+        let audit = if over {
+            Some(pb::AuditLog {
+                seed: hex::encode(self.store.seed(id).await?),
+                seed_commitment: hex::encode(record.seed_hash),
+                rules_version: record.rules_version,
+                events: audit_events,
+            })
+        } else {
+            None
+        };
+        Ok(pb::GetHistoryResponse {
+            entries,
+            audit,
+            version,
+        })
+    }
+}
