@@ -7,12 +7,11 @@
 use chrono::{DateTime, Utc};
 use missive_proto::v1 as pb;
 use missive_store::{GENESIS_HASH, MatchId, NewEvent, canonical_bytes, event_hash};
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::deal;
+use crate::events::{Bot, Creation, Event, kinds};
 use crate::games::{MatchState, Registry};
-use crate::service::kinds;
 
 /// Why a log does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,52 +45,45 @@ pub fn stored_event(
 ) -> Result<NewEvent, AuditError> {
     use pb::audit_event::Body;
     let seq = event.seq;
-    let payload = match &event.body {
+    let seat = |seat: u32| u8::try_from(seat).map_err(|_| bad(seq, "seat out of range"));
+    let nonce = |nonce: &str| (!nonce.is_empty()).then(|| nonce.to_owned());
+    let typed = match &event.body {
         Some(Body::Created(c)) => {
             let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
             let seats = u8::try_from(c.seat_count).map_err(|_| bad(seq, "seat count"))?;
             let (_, parsed) = registry
                 .parse_options(options, Some(seats))
                 .map_err(|e| bad(seq, e.to_string()))?;
-            let mut payload = json!({
-                "config": parsed.config,
-                "seat_count": c.seat_count,
-                "fixed_deck": c.fixed_deck,
-            });
-            if let Some(secs) = c.turn_timeout_secs {
-                payload["turn_timeout_secs"] = json!(secs);
-            }
-            if let Some(secs) = c.turn_reminder_secs {
-                payload["turn_reminder_secs"] = json!(secs);
-            }
-            if c.deal_at_start {
-                payload[deal::DEAL_AT_START] = json!(true);
-            }
-            if !c.bots.is_empty() {
-                payload["bots"] = c
+            Event::Created(Creation {
+                config: parsed.config,
+                seat_count: seats,
+                fixed_deck: c.fixed_deck,
+                turn_timeout_secs: c.turn_timeout_secs,
+                turn_reminder_secs: c.turn_reminder_secs,
+                bots: c
                     .bots
                     .iter()
                     .map(|b| {
-                        let mut bot = json!({ "seat": b.seat, "strategy": b.strategy });
-                        if !b.nonce.is_empty() {
-                            bot["nonce"] = json!(b.nonce);
-                        }
-                        bot
+                        Ok(Bot {
+                            seat: seat(b.seat)?,
+                            strategy: b.strategy.clone(),
+                            nonce: nonce(&b.nonce),
+                        })
                     })
-                    .collect();
-            }
-            payload
+                    .collect::<Result<_, AuditError>>()?,
+                deal_at_start: c.deal_at_start,
+            })
         }
-        Some(Body::Joined(j)) => {
-            let mut payload = json!({ "seat": j.seat, "player": j.player });
-            if !j.nonce.is_empty() {
-                payload["nonce"] = json!(j.nonce);
-            }
-            payload
-        }
-        Some(Body::Left(l)) => json!({ "seat": l.seat }),
-        Some(Body::Action(pb::ActionTaken { seat, action }))
-        | Some(Body::TimedOut(pb::TurnTimedOut { seat, action })) => {
+        Some(Body::Joined(j)) => Event::Joined {
+            seat: seat(j.seat)?,
+            player: j.player.clone(),
+            nonce: nonce(&j.nonce),
+        },
+        Some(Body::Left(l)) => Event::Left {
+            seat: seat(l.seat)?,
+        },
+        Some(Body::Action(pb::ActionTaken { seat: s, action }))
+        | Some(Body::TimedOut(pb::TurnTimedOut { seat: s, action })) => {
             let created = created.ok_or_else(|| bad(seq, "action before creation"))?;
             let options = created
                 .options
@@ -105,10 +97,22 @@ pub fn stored_event(
             let action = game
                 .parse_action(action)
                 .map_err(|e| bad(seq, e.to_string()))?;
-            json!({ "seat": seat, "action": action })
+            let seat = seat(*s)?;
+            if matches!(event.body, Some(Body::Action(_))) {
+                Event::Action { seat, action }
+            } else {
+                Event::Timeout { seat, action }
+            }
         }
-        None => Value::Null,
+        None => return Err(bad(seq, "an event without a body")),
     };
+    if typed.kind() != event.kind {
+        return Err(bad(
+            seq,
+            format!("a {} body in a {} event", typed.kind(), event.kind),
+        ));
+    }
+    let payload = typed.payload();
     Ok(NewEvent {
         kind: event.kind.clone(),
         actor: event.actor.map(|a| a as u8),
@@ -173,9 +177,13 @@ pub fn verify(
                 let state = state
                     .as_mut()
                     .ok_or_else(|| bad(seq, "action before the deal"))?;
-                let seat = stored.payload["seat"].as_u64().unwrap_or(u64::MAX) as u8;
+                let Ok(Event::Action { seat, action } | Event::Timeout { seat, action }) =
+                    Event::parse(&stored.kind, &stored.payload)
+                else {
+                    return Err(bad(seq, "an action without its seat and action"));
+                };
                 state
-                    .apply(seat, &stored.payload["action"])
+                    .apply(seat, &action)
                     .map_err(|r| bad(seq, format!("the rules refuse this action: {}", r.rule)))?;
             }
             _ => {}
@@ -183,8 +191,9 @@ pub fn verify(
         // The event that fills the last seat deals, from the committed seed and the nonce of
         // every seat's holder at that moment.
         if let Some(holders) = undealt.as_mut() {
+            let typed = Event::parse(&stored.kind, &stored.payload).map_err(|e| bad(seq, e))?;
             holders
-                .note(seq, &stored.kind, &stored.payload)
+                .note(seq, &typed)
                 .map_err(|_| bad(seq, "a seat is taken without a valid nonce"))?;
             if let Some(nonces) = holders.all() {
                 let c = created

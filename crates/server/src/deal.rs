@@ -17,18 +17,16 @@
 //! Older matches (no `deal_at_start`) were dealt at creation from the committed seed itself,
 //! and still replay that way.
 
-use missive_store::StoredEvent;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
 
 /// The domain tag the deal seed's hash starts with.
 pub const DOMAIN: &[u8] = b"missive deal v1";
 /// The longest nonce, in characters (bytes: visible ASCII only).
 pub const MAX_NONCE: usize = 64;
-/// The `created` payload's marker of a match dealt at the start.
-pub const DEAL_AT_START: &str = "deal_at_start";
 
 /// Whether `nonce` is 1 to [`MAX_NONCE`] visible ASCII characters (`!` to `~`).
 pub fn check_nonce(nonce: &str) -> Result<(), String> {
@@ -60,7 +58,7 @@ pub fn seed(committed: &[u8; 32], nonces: &[&str]) -> [u8; 32] {
 
 /// Whether a `created` payload marks a match dealt at the start.
 pub fn deals_at_start(created: &Value) -> bool {
-    created[DEAL_AT_START].as_bool() == Some(true)
+    matches!(Event::parse(crate::events::kinds::CREATED, created), Ok(Event::Created(c)) if c.deal_at_start)
 }
 
 /// The nonce of each seat's holder of a match not yet dealt, kept from its events.
@@ -76,50 +74,35 @@ impl Holders {
         }
     }
 
-    /// Takes note of one event (of kind `kind`, with `payload`) before the start: the bots of
-    /// `created`, a seat's holder in `joined`, a seat freed in `left`.
-    pub fn note(&mut self, seq: u64, kind: &str, payload: &Value) -> ApiResult<()> {
-        use crate::service::kinds;
-        let missing = || ApiError::internal(format!("event {seq} has no seat or nonce"));
-        let seat = |value: &Value| {
-            value["seat"]
-                .as_u64()
-                .and_then(|s| usize::try_from(s).ok())
-                .ok_or_else(missing)
+    /// Takes note of one event (the `seq`th) before the start: the bots of the creation, a
+    /// seat's holder in a join, a seat freed by a leave. Every holder of a match dealt at the
+    /// start has a nonce: one missing or malformed is corrupt data.
+    pub fn note(&mut self, seq: u64, event: &Event) -> ApiResult<()> {
+        let mut hold = |seat: u8, nonce: Option<&String>| {
+            let nonce = nonce
+                .ok_or_else(|| format!("event {seq} has no nonce"))
+                .and_then(|n| check_nonce(n).map(|()| n.clone()))
+                .map_err(|e| ApiError::internal(format!("event {seq}: {e}")))?;
+            if let Some(slot) = self.nonces.get_mut(usize::from(seat)) {
+                *slot = Some(nonce);
+            }
+            Ok::<_, ApiError>(())
         };
-        let nonce = |value: &Value| {
-            let nonce = value["nonce"].as_str().ok_or_else(missing)?;
-            check_nonce(nonce).map_err(|e| ApiError::internal(format!("event {seq}: {e}")))?;
-            Ok::<_, ApiError>(nonce.to_owned())
-        };
-        match kind {
-            kinds::CREATED => {
-                for bot in payload["bots"].as_array().into_iter().flatten() {
-                    let (seat, nonce) = (seat(bot)?, nonce(bot)?);
-                    if let Some(slot) = self.nonces.get_mut(seat) {
-                        *slot = Some(nonce);
-                    }
+        match event {
+            Event::Created(creation) => {
+                for bot in &creation.bots {
+                    hold(bot.seat, bot.nonce.as_ref())?;
                 }
             }
-            kinds::JOINED => {
-                let (seat, nonce) = (seat(payload)?, nonce(payload)?);
-                if let Some(slot) = self.nonces.get_mut(seat) {
-                    *slot = Some(nonce);
-                }
-            }
-            kinds::LEFT => {
-                if let Some(slot) = self.nonces.get_mut(seat(payload)?) {
+            Event::Joined { seat, nonce, .. } => hold(*seat, nonce.as_ref())?,
+            Event::Left { seat } => {
+                if let Some(slot) = self.nonces.get_mut(usize::from(*seat)) {
                     *slot = None;
                 }
             }
-            _ => {}
+            Event::Action { .. } | Event::Timeout { .. } => {}
         }
         Ok(())
-    }
-
-    /// [`Holders::note`] for a stored event.
-    pub fn note_event(&mut self, event: &StoredEvent) -> ApiResult<()> {
-        self.note(event.seq, &event.kind, &event.payload)
     }
 
     /// Every seat's nonce, in seat order, once every seat is held: the match starts.

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod deal;
 pub mod error;
+pub mod events;
 pub mod fanout;
 pub mod games;
 pub mod grpc;

@@ -216,14 +216,12 @@ impl Service {
                 or_recheck!(fresh, Err(ApiError::from(refusal)));
             }
             let at = self.settings.clock.now();
-            let event = NewEvent {
-                kind: kind.into(),
-                // A timeout is the server's doing: the seat is in the payload, not the actor.
-                actor: (kind == kinds::ACTION).then_some(seat),
-                request_id: Some(request_id.to_owned()),
-                payload: json!({ "seat": seat, "action": action }),
-                at,
-            };
+            let event = if kind == kinds::TIMEOUT {
+                Event::Timeout { seat, action }
+            } else {
+                Event::Action { seat, action }
+            }
+            .to_new(Some(request_id.to_owned()), at);
             let over = next.outcome().is_some();
             if over && live.seed.is_none() {
                 // Read once here, so neither the answer nor any watcher reads it again.
@@ -331,17 +329,23 @@ impl Service {
             });
         }
         let event = self.stored_event(live.record.id, seq).await?;
-        let same_action = match play {
-            Play::Action(action) => live
-                .game
-                .parse_action(action)
-                .is_ok_and(|action| event.payload["action"] == action),
-            Play::Bot(_) | Play::Timeout => false,
+        let same_action = match (play, Event::of(&event)?) {
+            (
+                Play::Action(action),
+                Event::Action {
+                    seat: acted,
+                    action: stored,
+                },
+            ) => {
+                acted == seat
+                    && live
+                        .game
+                        .parse_action(action)
+                        .is_ok_and(|action| action == stored)
+            }
+            _ => false,
         };
-        let same = event.kind == kinds::ACTION
-            && event.actor == Some(seat)
-            && same_action
-            && expected_version.is_none_or(|v| v.checked_add(1) == Some(seq));
+        let same = same_action && expected_version.is_none_or(|v| v.checked_add(1) == Some(seq));
         if !same {
             return Err(request_id_reused());
         }

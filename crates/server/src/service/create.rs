@@ -2,25 +2,22 @@
 
 use super::*;
 
-/// Whether two `created` payloads come from the same request: the same game options, seats,
-/// timing and bots. What the server adds of its own is not compared.
-pub(super) fn same_creation(stored: &Value, new: &Value) -> bool {
-    const FROM_THE_REQUEST: [&str; 5] = [
-        "config",
-        "seat_count",
-        "turn_timeout_secs",
-        "turn_reminder_secs",
-        "fixed_deck",
-    ];
-    let bots = |payload: &Value| -> Vec<(Value, Value)> {
-        payload["bots"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|b| (b["seat"].clone(), b["strategy"].clone()))
+/// Whether two creations come from the same request: the same game options, seats, timing
+/// and bots. What the server adds of its own (a bot's drawn nonce) is not compared.
+pub(super) fn same_creation(stored: &Creation, new: &Creation) -> bool {
+    let bots = |c: &Creation| -> Vec<(u8, String)> {
+        c.bots
+            .iter()
+            .map(|b| (b.seat, b.strategy.clone()))
             .collect()
     };
-    FROM_THE_REQUEST.iter().all(|key| stored[key] == new[key]) && bots(stored) == bots(new)
+    stored.config == new.config
+        && stored.seat_count == new.seat_count
+        && stored.fixed_deck == new.fixed_deck
+        && stored.turn_timeout_secs == new.turn_timeout_secs
+        && stored.turn_reminder_secs == new.turn_reminder_secs
+        && stored.deal_at_start == new.deal_at_start
+        && bots(stored) == bots(new)
 }
 
 impl Service {
@@ -64,18 +61,6 @@ impl Service {
         let seed = auth::random_bytes()?;
         let seed_hash: [u8; 32] = Sha256::digest(seed).into();
         let now = self.settings.clock.now();
-        let mut payload = json!({
-            "config": parsed.config,
-            "seat_count": seats,
-            "fixed_deck": parsed.fixed_deck,
-            "deal_at_start": true,
-        });
-        if let Some(secs) = req.turn_timeout_secs {
-            payload["turn_timeout_secs"] = json!(secs);
-        }
-        if let Some(secs) = req.turn_reminder_secs {
-            payload["turn_reminder_secs"] = json!(secs);
-        }
         let mut bot_seats = std::collections::BTreeMap::new();
         for bot in &req.bots {
             let seat = u8::try_from(bot.seat)
@@ -100,14 +85,23 @@ impl Service {
                 return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
             }
         }
-        if !bot_seats.is_empty() {
-            payload["bots"] = bot_seats
+        let creation = Creation {
+            config: parsed.config.clone(),
+            seat_count: seats,
+            fixed_deck: parsed.fixed_deck,
+            turn_timeout_secs: req.turn_timeout_secs,
+            turn_reminder_secs: req.turn_reminder_secs,
+            bots: bot_seats
                 .iter()
-                .map(|(seat, (strategy, nonce))| {
-                    json!({ "seat": seat, "strategy": strategy, "nonce": nonce })
+                .map(|(&seat, (strategy, nonce))| Bot {
+                    seat,
+                    strategy: (*strategy).to_owned(),
+                    nonce: Some(nonce.clone()),
                 })
-                .collect();
-        }
+                .collect(),
+            deal_at_start: true,
+        };
+        let first = Event::Created(creation.clone());
         let taken: Vec<SeatRecord> = bot_seats
             .iter()
             .map(|(&seat, (strategy, _))| SeatRecord {
@@ -129,7 +123,7 @@ impl Service {
         };
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
         let mut pending = Undealt::new(seed, seats);
-        pending.holders.note(1, kinds::CREATED, &payload)?;
+        pending.holders.note(1, &first)?;
         let (state, undealt) = match pending.deal(game.as_ref(), &parsed.config, seats)? {
             Some(dealt) => (dealt, None),
             None => (Box::new(NotDealt) as Box<dyn MatchState>, Some(pending)),
@@ -184,14 +178,14 @@ impl Service {
                     kind: kinds::CREATED.into(),
                     actor: None,
                     request_id: None,
-                    payload: payload.clone(),
+                    payload: first.payload(),
                     at: now,
                 }],
             )
             .await;
         let (record, events) = match created {
             Err(StoreError::AlreadyExists(_)) if request_id.is_some() => {
-                return self.created_again(id, &payload).await;
+                return self.created_again(id, &creation).await;
             }
             created => created?,
         };
@@ -226,12 +220,12 @@ impl Service {
     pub(super) async fn created_again(
         &self,
         id: MatchId,
-        payload: &Value,
+        creation: &Creation,
     ) -> ApiResult<pb::CreateMatchResponse> {
         let first = self.store.read_events(id, 0, 1).await?;
-        let same = first
-            .first()
-            .is_some_and(|e| e.kind == kinds::CREATED && same_creation(&e.payload, payload));
+        let same = first.first().map(Event::of).transpose()?.is_some_and(
+            |e| matches!(e, Event::Created(stored) if same_creation(&stored, creation)),
+        );
         if !same {
             return Err(request_id_reused());
         }

@@ -109,12 +109,16 @@ impl Service {
             } else {
                 MatchStatus::Open
             };
-            let payload = json!({ "seat": seat, "player": player, "nonce": nonce });
+            let joined = Event::Joined {
+                seat,
+                player: player.clone(),
+                nonce: Some(nonce.clone()),
+            };
             // A match dealt at its start is dealt by this join when it takes the last seat.
             let dealt = match &live.undealt {
                 Some(undealt) if starts => {
                     let mut undealt = undealt.clone();
-                    undealt.holders.note(0, kinds::JOINED, &payload)?;
+                    undealt.holders.note(live.record.version + 1, &joined)?;
                     undealt.deal(
                         live.game.as_ref(),
                         &live.record.config,
@@ -148,13 +152,7 @@ impl Service {
                     Vec::new()
                 },
             };
-            let event = NewEvent {
-                kind: kinds::JOINED.into(),
-                actor: Some(seat),
-                request_id: stored_id.clone(),
-                payload,
-                at,
-            };
+            let event = joined.to_new(stored_id.clone(), at);
             let update_turns = update.turns.clone();
             match self
                 .store
@@ -214,14 +212,20 @@ impl Service {
         seq: u64,
     ) -> ApiResult<pb::JoinMatchResponse> {
         let event = self.stored_event(live.record.id, seq).await?;
-        let seat = payload_seat(&event)?;
-        let same = event.kind == kinds::JOINED
-            && event.payload["player"].as_str() == Some(player)
+        let Event::Joined {
+            seat,
+            player: joined,
+            nonce: stored_nonce,
+        } = Event::of(&event)?
+        else {
+            return Err(request_id_reused());
+        };
+        let same = joined == player
             && req.seat.is_none_or(|wanted| wanted == u32::from(seat))
             && req
                 .nonce
                 .as_ref()
-                .is_none_or(|nonce| event.payload["nonce"].as_str() == Some(nonce));
+                .is_none_or(|nonce| stored_nonce.as_ref() == Some(nonce));
         if !same {
             return Err(request_id_reused());
         }

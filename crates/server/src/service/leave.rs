@@ -53,13 +53,8 @@ impl Service {
                 },
                 _ => return Err(ApiError::precondition("match-over", "the match is over")),
             };
-            let event = NewEvent {
-                kind: kinds::LEFT.into(),
-                actor: Some(seat),
-                request_id: request_id.map(str::to_owned),
-                payload: json!({ "seat": seat }),
-                at: self.settings.clock.now(),
-            };
+            let event = Event::Left { seat }
+                .to_new(request_id.map(str::to_owned), self.settings.clock.now());
             match self
                 .store
                 .append(id, live.record.version, vec![event], update)
@@ -109,8 +104,11 @@ impl Service {
             ));
         }
         let event = self.stored_event(live.record.id, seq).await?;
-        let left = payload_seat(&event).ok();
-        let same = event.kind == kinds::LEFT
+        let left = match Event::of(&event)? {
+            Event::Left { seat } => Some(seat),
+            _ => None,
+        };
+        let same = left.is_some()
             && match auth::viewer(&live.record, caller.token.as_deref(), None, true) {
                 Ok(Viewer::Seat(seat)) => Some(seat) == left,
                 _ => true,

@@ -31,7 +31,7 @@ use missive_store::{
     MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, PendingTurn,
     SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 
@@ -39,18 +39,11 @@ use crate::auth::{self, Keys};
 use crate::bots;
 use crate::deal;
 use crate::error::{ApiError, ApiResult};
+use crate::events::{Bot, Creation, Event};
 use crate::games::{GameKind, MatchState, NotDealt, Registry};
 use crate::limits;
 
-/// Event kinds, persisted: never rename one.
-pub mod kinds {
-    pub const CREATED: &str = "created";
-    pub const JOINED: &str = "joined";
-    pub const ACTION: &str = "action";
-    pub const LEFT: &str = "left";
-    /// A turn deadline passed and the server played the default action for the seat.
-    pub const TIMEOUT: &str = "timeout";
-}
+pub use crate::events::kinds;
 
 /// How much longer than the store's connection wait a request may take before it is answered
 /// UNAVAILABLE (see [`Service::bounded`]).
@@ -184,13 +177,6 @@ fn parse_id(id: &str) -> ApiResult<MatchId> {
         let shown: String = id.chars().take(40).collect();
         ApiError::invalid(format!("{shown:?} is not a match id (a UUID)"))
     })
-}
-
-fn payload_seat(event: &StoredEvent) -> ApiResult<u8> {
-    event.payload["seat"]
-        .as_u64()
-        .and_then(|s| u8::try_from(s).ok())
-        .ok_or_else(|| ApiError::internal(format!("event {} has no seat", event.seq)))
 }
 
 fn status_to_proto(status: MatchStatus) -> pb::MatchStatus {

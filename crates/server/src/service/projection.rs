@@ -67,7 +67,7 @@ pub(super) fn fold_event(
     let Some(pending) = undealt.as_mut() else {
         return fold(state.as_mut(), event);
     };
-    pending.holders.note_event(event)?;
+    pending.holders.note(event.seq, &Event::of(event)?)?;
     match pending.deal(game, &record.config, record.seat_count)? {
         Some(dealt) => {
             *state = dealt;
@@ -88,7 +88,7 @@ impl Live {
                 .or_insert(event.seq);
         }
         if event.kind == kinds::LEFT
-            && let Ok(seat) = payload_seat(event)
+            && let Ok(Event::Left { seat }) = Event::of(event)
             && !self.vacated.contains(&seat)
         {
             self.vacated.push(seat);
@@ -112,18 +112,16 @@ pub(super) fn advance_record(
     event: &StoredEvent,
     state: &dyn MatchState,
 ) -> ApiResult<()> {
-    match event.kind.as_str() {
-        kinds::JOINED => {
-            let seat = payload_seat(event)?;
+    match Event::of(event)? {
+        Event::Joined { seat, player, .. } => {
             if let Some(s) = record.seats.get_mut(usize::from(seat)) {
-                s.player = event.payload["player"].as_str().map(str::to_owned);
+                s.player = Some(player);
             }
             if record.seats.iter().all(|s| s.player.is_some()) {
                 record.status = MatchStatus::Active;
             }
         }
-        kinds::LEFT => {
-            let seat = payload_seat(event)?;
+        Event::Left { seat } => {
             if record.status == MatchStatus::Open {
                 if let Some(s) = record.seats.get_mut(usize::from(seat)) {
                     s.player = None;
@@ -133,23 +131,21 @@ pub(super) fn advance_record(
                 record.status = MatchStatus::Abandoned;
             }
         }
-        kinds::CREATED => {
-            for bot in event.payload["bots"].as_array().into_iter().flatten() {
-                let seat = bot["seat"].as_u64().and_then(|s| usize::try_from(s).ok());
-                let strategy = bot["strategy"].as_str().unwrap_or_default();
-                if let Some(s) = seat.and_then(|seat| record.seats.get_mut(seat)) {
-                    s.player = Some(bots::player_name(strategy));
-                    s.bot = Some(strategy.to_owned());
+        Event::Created(creation) => {
+            for bot in creation.bots {
+                if let Some(s) = record.seats.get_mut(usize::from(bot.seat)) {
+                    s.player = Some(bots::player_name(&bot.strategy));
+                    s.bot = Some(bot.strategy);
                 }
             }
             if record.seats.iter().all(|s| s.player.is_some()) {
                 record.status = MatchStatus::Active;
             }
         }
-        kinds::ACTION | kinds::TIMEOUT if state.outcome().is_some() => {
+        Event::Action { .. } | Event::Timeout { .. } if state.outcome().is_some() => {
             record.status = MatchStatus::Finished;
         }
-        _ => {}
+        Event::Action { .. } | Event::Timeout { .. } => {}
     }
     record.version = event.seq;
     record.updated_at = event.at;
@@ -164,15 +160,16 @@ pub(super) fn fold(
     if event.kind != kinds::ACTION && event.kind != kinds::TIMEOUT {
         return Ok(Vec::new());
     }
-    let seat = payload_seat(event)?;
-    state
-        .apply(seat, &event.payload["action"])
-        .map_err(|refusal| {
-            ApiError::internal(format!(
-                "stored event {} refused on replay: {}",
-                event.seq, refusal.rule
-            ))
-        })
+    let (Event::Action { seat, action } | Event::Timeout { seat, action }) = Event::of(event)?
+    else {
+        return Ok(Vec::new());
+    };
+    state.apply(seat, &action).map_err(|refusal| {
+        ApiError::internal(format!(
+            "stored event {} refused on replay: {}",
+            event.seq, refusal.rule
+        ))
+    })
 }
 
 /// A match's turn clock: how long a seat has to act, and how long before the end its webhook
@@ -257,9 +254,8 @@ pub(super) fn next_deadlines(
     if record.status != MatchStatus::Active {
         return Vec::new();
     }
-    let acted = match event.kind.as_str() {
-        kinds::ACTION => event.actor,
-        kinds::TIMEOUT => payload_seat(event).ok(),
+    let acted = match Event::of(event) {
+        Ok(Event::Action { seat, .. } | Event::Timeout { seat, .. }) => Some(seat),
         _ => None,
     };
     state
@@ -288,7 +284,8 @@ pub(super) fn next_deadlines(
 /// its holder left, and the seat may pass to someone else, so the stream ends with it.
 pub(super) fn vacates(viewer: Viewer, since: u64, event: &StoredEvent) -> bool {
     matches!(viewer, Viewer::Seat(seat)
-        if event.kind == kinds::LEFT && event.seq > since && payload_seat(event).ok() == Some(seat))
+        if event.kind == kinds::LEFT && event.seq > since
+            && matches!(Event::of(event), Ok(Event::Left { seat: left }) if left == seat))
 }
 
 /// Who the game awaited in a match with this status: nobody until it starts.

@@ -121,93 +121,70 @@ impl Service {
             at: Some(timestamp(event.at)),
             entry: Some(entry),
         };
-        Ok(match event.kind.as_str() {
-            kinds::CREATED => std::iter::once(entry(Entry::Created(Self::created(
-                game,
-                &event.payload,
-                false,
-            )?)))
+        // What the event itself says, then what the game told this viewer of it (the join that
+        // starts a match dealt at its start carries the deal).
+        let said = match Event::of(event)? {
+            Event::Created(creation) => {
+                Some(Entry::Created(Self::created(game, &creation, false)?))
+            }
+            Event::Joined {
+                seat,
+                player,
+                nonce,
+            } => Some(Entry::Joined(Self::joined(seat, player, nonce))),
+            Event::Left { seat } => Some(Entry::Left(pb::PlayerLeft { seat: seat.into() })),
+            Event::Timeout { seat, action } => {
+                // The seat knows what was played for it; others only if the game shows it.
+                let shown = viewer == Viewer::Seat(seat) || game.action_is_public(&action);
+                Some(Entry::TimedOut(pb::TurnTimedOut {
+                    seat: seat.into(),
+                    action: shown.then(|| game.action_to_proto(&action)).transpose()?,
+                }))
+            }
+            Event::Action { .. } => None,
+        };
+        Ok(said
+            .into_iter()
             .chain(
                 observations
                     .iter()
                     .filter(|o| o.audience.includes(viewer))
-                    .map(|o| entry(Entry::Game(o.event.clone()))),
+                    .map(|o| Entry::Game(o.event.clone())),
             )
-            .collect(),
-            // The join that starts a match dealt at its start carries the deal.
-            kinds::JOINED => std::iter::once(entry(Entry::Joined(Self::joined(event)?)))
-                .chain(
-                    observations
-                        .iter()
-                        .filter(|o| o.audience.includes(viewer))
-                        .map(|o| entry(Entry::Game(o.event.clone()))),
-                )
-                .collect(),
-            kinds::LEFT => vec![entry(Entry::Left(pb::PlayerLeft {
-                seat: payload_seat(event)?.into(),
-            }))],
-            kinds::TIMEOUT => {
-                let seat = payload_seat(event)?;
-                let action = &event.payload["action"];
-                // The seat knows what was played for it; others only if the game shows it.
-                let shown = viewer == Viewer::Seat(seat) || game.action_is_public(action);
-                let timed_out = pb::TurnTimedOut {
-                    seat: seat.into(),
-                    action: shown.then(|| game.action_to_proto(action)).transpose()?,
-                };
-                std::iter::once(entry(Entry::TimedOut(timed_out)))
-                    .chain(
-                        observations
-                            .iter()
-                            .filter(|o| o.audience.includes(viewer))
-                            .map(|o| entry(Entry::Game(o.event.clone()))),
-                    )
-                    .collect()
-            }
-            _ => observations
-                .iter()
-                .filter(|o| o.audience.includes(viewer))
-                .map(|o| entry(Entry::Game(o.event.clone())))
-                .collect(),
-        })
+            .map(entry)
+            .collect())
     }
 
-    pub(super) fn joined(event: &StoredEvent) -> ApiResult<pb::PlayerJoined> {
-        Ok(pb::PlayerJoined {
-            seat: payload_seat(event)?.into(),
-            player: event.payload["player"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            nonce: event.payload["nonce"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-        })
+    pub(super) fn joined(seat: u8, player: String, nonce: Option<String>) -> pb::PlayerJoined {
+        pb::PlayerJoined {
+            seat: seat.into(),
+            player,
+            nonce: nonce.unwrap_or_default(),
+        }
     }
 
-    pub(super) fn created(
+    /// The creation record as clients see it: a fixed deck's order only once `reveal`.
+    pub(crate) fn created(
         game: &dyn GameKind,
-        payload: &Value,
+        creation: &Creation,
         reveal: bool,
     ) -> ApiResult<pb::MatchCreated> {
         Ok(pb::MatchCreated {
-            options: Some(game.options_to_proto(&payload["config"], reveal)?),
-            seat_count: payload["seat_count"].as_u64().unwrap_or_default() as u32,
-            fixed_deck: payload["fixed_deck"].as_bool().unwrap_or_default(),
-            turn_timeout_secs: payload["turn_timeout_secs"].as_u64().map(|s| s as u32),
-            turn_reminder_secs: payload["turn_reminder_secs"].as_u64().map(|s| s as u32),
-            bots: payload["bots"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            options: Some(game.options_to_proto(&creation.config, reveal)?),
+            seat_count: creation.seat_count.into(),
+            fixed_deck: creation.fixed_deck,
+            turn_timeout_secs: creation.turn_timeout_secs,
+            turn_reminder_secs: creation.turn_reminder_secs,
+            bots: creation
+                .bots
+                .iter()
                 .map(|b| pb::BotSeat {
-                    seat: b["seat"].as_u64().unwrap_or_default() as u32,
-                    strategy: b["strategy"].as_str().unwrap_or_default().to_owned(),
-                    nonce: b["nonce"].as_str().unwrap_or_default().to_owned(),
+                    seat: b.seat.into(),
+                    strategy: b.strategy.clone(),
+                    nonce: b.nonce.clone().unwrap_or_default(),
                 })
                 .collect(),
-            deal_at_start: deal::deals_at_start(payload),
+            deal_at_start: creation.deal_at_start,
         })
     }
 
@@ -216,22 +193,23 @@ impl Service {
         event: &StoredEvent,
     ) -> ApiResult<pb::AuditEvent> {
         use pb::audit_event::Body;
-        let body = match event.kind.as_str() {
-            kinds::CREATED => Some(Body::Created(Self::created(game, &event.payload, true)?)),
-            kinds::JOINED => Some(Body::Joined(Self::joined(event)?)),
-            kinds::LEFT => Some(Body::Left(pb::PlayerLeft {
-                seat: payload_seat(event)?.into(),
-            })),
-            kinds::ACTION => Some(Body::Action(pb::ActionTaken {
-                seat: payload_seat(event)?.into(),
-                action: Some(game.action_to_proto(&event.payload["action"])?),
-            })),
-            kinds::TIMEOUT => Some(Body::TimedOut(pb::TurnTimedOut {
-                seat: payload_seat(event)?.into(),
-                action: Some(game.action_to_proto(&event.payload["action"])?),
-            })),
-            _ => None,
-        };
+        let body = Some(match Event::of(event)? {
+            Event::Created(creation) => Body::Created(Self::created(game, &creation, true)?),
+            Event::Joined {
+                seat,
+                player,
+                nonce,
+            } => Body::Joined(Self::joined(seat, player, nonce)),
+            Event::Left { seat } => Body::Left(pb::PlayerLeft { seat: seat.into() }),
+            Event::Action { seat, action } => Body::Action(pb::ActionTaken {
+                seat: seat.into(),
+                action: Some(game.action_to_proto(&action)?),
+            }),
+            Event::Timeout { seat, action } => Body::TimedOut(pb::TurnTimedOut {
+                seat: seat.into(),
+                action: Some(game.action_to_proto(&action)?),
+            }),
+        });
         Ok(pb::AuditEvent {
             seq: event.seq,
             kind: event.kind.clone(),

@@ -18,14 +18,14 @@ use tonic::transport::Channel;
 use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, deal_of, spawn_app, spawn_replica};
 
 /// A game as a test creates it: a name for messages, its options and its seat counts.
-struct GameCase {
-    name: &'static str,
-    options: pb::GameOptions,
-    options_json: Value,
-    seats: std::ops::RangeInclusive<u32>,
+pub(crate) struct GameCase {
+    pub(crate) name: &'static str,
+    pub(crate) options: pb::GameOptions,
+    pub(crate) options_json: Value,
+    pub(crate) seats: std::ops::RangeInclusive<u32>,
 }
 
-fn games() -> Vec<GameCase> {
+pub(crate) fn games() -> Vec<GameCase> {
     use pb::game_options::Game;
     let love_letter = |edition: pb::LoveLetterEdition| pb::GameOptions {
         game: Some(Game::LoveLetter(pb::LoveLetterOptions {

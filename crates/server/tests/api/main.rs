@@ -3,6 +3,7 @@
 
 mod amori;
 mod clock;
+mod corpus;
 mod deal;
 mod grpc;
 mod helpers;
