@@ -180,12 +180,13 @@ mod tests {
 
     use super::*;
 
-    /// `(name, input type, output type, server streaming)` of each RPC, and each message's
-    /// JSON field names.
-    fn service() -> (
-        Vec<(String, String, String, bool)>,
-        std::collections::HashMap<String, Vec<String>>,
-    ) {
+    /// `(name, input type, output type, server streaming)` of an RPC.
+    type Rpc = (String, String, String, bool);
+    /// Each message's JSON field names, by full name.
+    type Fields = std::collections::HashMap<String, Vec<String>>;
+
+    /// The RPCs of the `Missive` service, and the messages' fields.
+    fn service() -> (Vec<Rpc>, Fields) {
         let set = FileDescriptorSet::decode(missive_proto::FILE_DESCRIPTOR_SET).expect("decodes");
         let mut rpcs = Vec::new();
         let mut fields = std::collections::HashMap::new();
