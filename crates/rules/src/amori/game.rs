@@ -331,7 +331,7 @@ impl Game for Amori {
             return Err(Error::NoSuchSeat(seat));
         }
         if self.phase == Phase::Over {
-            return Err(Error::GameOver);
+            return Err(Error::MatchOver);
         }
         if self.decider() != Some(seat) {
             return Err(Error::NotYourTurn);

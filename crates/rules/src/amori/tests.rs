@@ -1517,7 +1517,7 @@ fn the_third_marriage_starts_the_last_round_which_is_played_out() {
         obs.iter()
             .any(|o| matches!(o.event, Event::GameOver { .. }))
     );
-    assert_eq!(g.apply(0, &Action::EndTurn).unwrap_err(), Error::GameOver);
+    assert_eq!(g.apply(0, &Action::EndTurn).unwrap_err(), Error::MatchOver);
 }
 
 #[test]

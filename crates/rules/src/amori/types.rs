@@ -223,7 +223,7 @@ pub struct DeckSize {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     #[error("the match is over")]
-    GameOver,
+    MatchOver,
     #[error("there is no seat {0}")]
     NoSuchSeat(Seat),
     #[error("the game is not waiting for this seat")]
@@ -257,7 +257,7 @@ pub enum Error {
 impl GameError for Error {
     fn code(&self) -> &'static str {
         match self {
-            Error::GameOver => "game-over",
+            Error::MatchOver => "match-over",
             Error::NoSuchSeat(_) => "no-such-seat",
             Error::NotYourTurn => "not-your-turn",
             Error::WrongPhase => "wrong-phase",
