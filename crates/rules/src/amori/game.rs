@@ -102,15 +102,7 @@ impl Game for Amori {
     }
 
     fn setup(config: &Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {
-        let range = Self::seat_range(config);
-        if !range.contains(&seats) {
-            return Err(SetupError::SeatCount {
-                game: Self::KIND,
-                min: *range.start(),
-                max: *range.end(),
-                got: seats,
-            });
-        }
+        SetupError::check_seats::<Self>(config, seats)?;
         if let Some(first) = config.starting_player
             && first >= seats
         {

@@ -135,14 +135,7 @@ pub struct Lopti {
 
 impl Lopti {
     pub(super) fn new(config: &Config, seats: u8, seed: Seed) -> Result<Lopti, SetupError> {
-        if !(2..=5).contains(&seats) {
-            return Err(SetupError::SeatCount {
-                game: "lopti",
-                min: 2,
-                max: 5,
-                got: seats,
-            });
-        }
+        SetupError::check_seats::<Lopti>(config, seats)?;
         if !(1..=MAX_HANDS).contains(&config.hands) {
             return Err(SetupError::InvalidConfig(format!(
                 "hands must be from 1 to {MAX_HANDS}"
