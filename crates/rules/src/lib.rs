@@ -13,6 +13,8 @@ mod core;
 pub mod lopti;
 pub mod love_letter;
 pub mod rng;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use crate::core::{
     Audience, Game, GameError, Observation, Outcome, Seat, SeatSet, SetupError, Viewer,
