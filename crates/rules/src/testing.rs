@@ -35,6 +35,8 @@ use crate::{
 type ConfigOf<F> = <<F as Fixture>::G as Game>::Config;
 type ActionOf<F> = <<F as Fixture>::G as Game>::Action;
 type EventOf<F> = <<F as Fixture>::G as Game>::Event;
+/// One step of a walk: who acted, what they did, what the table was told.
+type Step<F> = (Seat, ActionOf<F>, Vec<Observation<EventOf<F>>>);
 
 /// Who an event may reach, by the game's rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,7 +330,7 @@ fn play<F: Fixture>(
     let setup_obs = state.setup_observations();
     check_observations(fixture, seats, &setup_obs, ctx);
     let mut rng = GameRng::new(Seed::from_u64(seed ^ 0x9e37_79b9_7f4a_7c15));
-    let mut log: Vec<(Seat, ActionOf<F>, Vec<Observation<EventOf<F>>>)> = Vec::new();
+    let mut log: Vec<Step<F>> = Vec::new();
     while state.outcome().is_none() {
         let ctx = format!("{ctx}, step {}", log.len());
         assert!(log.len() < plan.max_steps, "{ctx}: the match did not end");
