@@ -157,6 +157,24 @@ pub enum SetupError {
     InvalidConfig(String),
 }
 
+impl SetupError {
+    /// The check every game's setup starts with: `seats` must lie in the game's
+    /// [`Game::seat_range`] under `config`.
+    pub fn check_seats<G: Game>(config: &G::Config, seats: u8) -> Result<(), SetupError> {
+        let range = G::seat_range(config);
+        if range.contains(&seats) {
+            Ok(())
+        } else {
+            Err(SetupError::SeatCount {
+                game: G::KIND,
+                min: *range.start(),
+                max: *range.end(),
+                got: seats,
+            })
+        }
+    }
+}
+
 /// A refused action. `code` is a stable kebab-case id of the rule that forbids it
 /// (`countess-must-be-played`), for clients to branch on; `Display` explains it to a person.
 /// Neither may reveal anything the acting seat may not know.

@@ -1,6 +1,8 @@
-//! Property tests for Amori e Intrighi over thousands of seeded random games: card and daughter
-//! conservation, attribute ranges, the suitor limit, determinism, serde round trips, that no
-//! view depends on what its viewer may not know, and that games end.
+//! Amori e Intrighi under the shared invariant harness ([`missive_rules::testing`]) at every
+//! seat count, with what is Amori's own: who may hear each event, what each viewer may not
+//! know, card and daughter conservation, attribute ranges, the suitor limit, that only the
+//! awaited seat may act, and that games end under random play as well as under a policy that
+//! brings marriages closer.
 
 use std::collections::HashMap;
 
@@ -8,8 +10,8 @@ use missive_rules::amori::Event;
 use missive_rules::amori::{
     Action, Amori, Attribute, CardId, Config, DaughterId, EventCardId, Location, Phase,
 };
-use missive_rules::{Audience, Game, GameError, GameRng, Observation, Seat, Seed, Viewer};
-use proptest::prelude::*;
+use missive_rules::testing::{self, Fixture, Heard, Plan};
+use missive_rules::{Game, GameError, GameRng, Seat, Seed, Viewer};
 use serde_json::Value;
 
 /// How a walk picks among legal actions.
@@ -19,18 +21,13 @@ enum Policy {
     Random,
     /// At random, but preferring moves that bring marriages closer (see [`progress_pick`]).
     Progress,
-    /// A quarter of the choices uniformly at random, the rest as [`Policy::Progress`]: every
-    /// kind of move still happens, and games stay short enough to play thousands.
-    Mixed,
 }
 
 /// Upper bound on actions in one walk; a walk that reaches it counts as stalled.
 const MAX_STEPS: usize = 20_000;
 
 struct Walk {
-    state: Amori,
-    /// Index into `legal_actions` chosen at each step, so the walk can be replayed.
-    choices: Vec<usize>,
+    actions: usize,
     turns: u32,
     finished: bool,
 }
@@ -39,58 +36,30 @@ fn awaited(state: &Amori) -> Option<Seat> {
     state.awaiting().iter().next()
 }
 
-/// Walk one game, calling `check` before every action.
-fn walk(seed: u64, seats: u8, policy: Policy, check: impl FnMut(&Amori, usize)) -> Walk {
-    walk_for(seed, seats, policy, MAX_STEPS, check)
-}
-
-/// Walk one game for at most `limit` actions, calling `check` before every action.
-fn walk_for(
-    seed: u64,
-    seats: u8,
-    policy: Policy,
-    limit: usize,
-    mut check: impl FnMut(&Amori, usize),
-) -> Walk {
+/// Walk one game under `policy` for at most [`MAX_STEPS`] actions.
+fn walk(seed: u64, seats: u8, policy: Policy) -> Walk {
     let mut state = Amori::setup(&Config::default(), seats, Seed::from_u64(seed)).unwrap();
     let mut picker = GameRng::new(Seed::from_u64(seed ^ 0x9e37_79b9_7f4a_7c15));
-    let mut choices = Vec::new();
-    for step in 0..limit {
-        check(&state, step);
+    for actions in 0..MAX_STEPS {
         let Some(seat) = awaited(&state) else {
             return Walk {
+                actions,
                 turns: state.view(Viewer::Spectator).turn,
-                state,
-                choices,
                 finished: true,
             };
         };
         let legal = state.legal_actions(seat);
-        assert!(
-            !legal.is_empty(),
-            "seat {seat} is awaited with nothing to do"
-        );
         let pick = match policy {
             Policy::Random => picker.below(legal.len() as u32) as usize,
             Policy::Progress => progress_pick(&state, seat, &legal, &mut picker),
-            Policy::Mixed => {
-                if picker.below(4) == 0 {
-                    picker.below(legal.len() as u32) as usize
-                } else {
-                    progress_pick(&state, seat, &legal, &mut picker)
-                }
-            }
         };
-        choices.push(pick);
-        let observations = state
+        state
             .apply(seat, &legal[pick])
             .unwrap_or_else(|e| panic!("legal action {:?} refused: {}", legal[pick], e.code()));
-        check_audiences(&observations);
     }
     Walk {
+        actions: MAX_STEPS,
         turns: state.view(Viewer::Spectator).turn,
-        state,
-        choices,
         finished: false,
     }
 }
@@ -136,23 +105,6 @@ fn progress_pick(state: &Amori, seat: Seat, legal: &[Action], picker: &mut GameR
         .filter(|&i| score(&legal[i]) == best)
         .collect();
     top[picker.below(top.len() as u32) as usize]
-}
-
-/// Only a drawn event card and a shown location deck are private, each to the one seat that
-/// may know it; everything else is public.
-fn check_audiences(observations: &[Observation<Event>]) {
-    for o in observations {
-        match &o.event {
-            Event::EventDrawn { seat, .. } => assert_eq!(o.audience, Audience::seat(*seat)),
-            Event::DeckShown { .. } => {
-                assert!(
-                    matches!(o.audience, Audience::Seats(s) if s.len() == 1),
-                    "{o:?}"
-                )
-            }
-            _ => assert_eq!(o.audience, Audience::Everyone, "{o:?}"),
-        }
-    }
 }
 
 /// Every string in `value` that names an id of some kind, counted.
@@ -210,23 +162,6 @@ fn check_boards(state: &Amori) {
             gentlemen.dedup();
             assert!(gentlemen.len() <= 3, "{} suitors", gentlemen.len());
         }
-    }
-}
-
-fn check_round_trip(state: &Amori) {
-    let json = serde_json::to_string(state).unwrap();
-    let back: Amori = serde_json::from_str(&json).unwrap();
-    assert_eq!(&back, state);
-    for seat in 0..state.seats() {
-        serde_json::to_string(&state.view(Viewer::Seat(seat))).unwrap();
-    }
-}
-
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
     }
 }
 
@@ -292,23 +227,6 @@ fn hidden_variant(state: &Amori, viewer: Viewer, rng: &mut GameRng) -> Amori {
     serde_json::from_value(json).unwrap()
 }
 
-fn check_no_leak(state: &Amori, rng: &mut GameRng) {
-    let viewers = (0..state.seats())
-        .map(Viewer::Seat)
-        .chain([Viewer::Spectator]);
-    for viewer in viewers {
-        let other = hidden_variant(state, viewer, rng);
-        assert_eq!(
-            state.view(viewer),
-            other.view(viewer),
-            "{viewer:?} sees a difference"
-        );
-        if let Viewer::Seat(seat) = viewer {
-            assert_eq!(state.legal_actions(seat), other.legal_actions(seat));
-        }
-    }
-}
-
 fn check_actions(state: &Amori) {
     for seat in 0..state.seats() {
         let awaited = state.awaiting().contains(seat);
@@ -362,138 +280,15 @@ fn probes(state: &Amori, seat: Seat) -> Vec<Action> {
     out
 }
 
-/// Every probe outside `legal_actions` is refused with a coded error and changes nothing.
-fn check_refusals(state: &Amori) {
-    for seat in 0..state.seats() {
-        let legal = state.legal_actions(seat);
-        for probe in probes(state, seat) {
-            if legal.contains(&probe) {
-                continue;
-            }
-            let mut copy = state.clone();
-            let err = copy
-                .apply(seat, &probe)
-                .expect_err("an unlisted action was accepted");
-            assert!(!err.code().is_empty() && !err.to_string().is_empty());
-            assert_eq!(
-                &copy,
-                state,
-                "refused {probe:?} ({}) changed the state",
-                err.code()
-            );
-        }
+/// Any action at all, legal or not: half the time one of [`probes`] for an awaited seat,
+/// otherwise built from the random stream.
+fn arbitrary_action(state: &Amori, rng: &mut GameRng) -> Action {
+    if let Some(seat) = awaited(state)
+        && rng.below(2) == 0
+    {
+        let probes = probes(state, seat);
+        return probes[rng.below(probes.len() as u32) as usize].clone();
     }
-}
-
-/// Play one game with `Policy::Mixed` and check every property on it.
-fn check_game(seed: u64, seats: u8, cut: usize) -> Result<(), TestCaseError> {
-    let mut leak_rng = GameRng::new(Seed::from_u64(seed.rotate_left(17)));
-    let mut snapshot = None;
-    let first = walk(seed, seats, Policy::Mixed, |state, step| {
-        if step % 8 == 0 {
-            check_boards(state);
-            check_actions(state);
-        }
-        if step % 64 == 0 {
-            check_conservation(state);
-        }
-        if step % 128 == cut % 128 && state.outcome().is_none() {
-            check_no_leak(state, &mut leak_rng);
-            check_refusals(state);
-        }
-        if step == cut {
-            snapshot = Some(state.clone());
-        }
-    });
-    prop_assert!(
-        first.finished,
-        "stalled after {} actions",
-        first.choices.len()
-    );
-    check_conservation(&first.state);
-    check_boards(&first.state);
-    prop_assert!(first.state.outcome().is_some());
-    check_round_trip(&first.state);
-
-    // The same seed and choices give the same match, bit for bit.
-    let mut replay = Amori::setup(&Config::default(), seats, Seed::from_u64(seed)).unwrap();
-    for &pick in &first.choices {
-        let seat = awaited(&replay).unwrap();
-        let action = replay.legal_actions(seat).swap_remove(pick);
-        replay.apply(seat, &action).unwrap();
-    }
-    prop_assert_eq!(&replay, &first.state);
-
-    // A state restored from JSON mid-game plays on exactly like the original.
-    if let Some(mid) = snapshot {
-        check_round_trip(&mid);
-        let mut restored: Amori =
-            serde_json::from_str(&serde_json::to_string(&mid).unwrap()).unwrap();
-        let mut original = mid;
-        for &pick in first.choices.iter().skip(cut) {
-            let seat = awaited(&original).unwrap();
-            let action = original.legal_actions(seat).swap_remove(pick);
-            prop_assert_eq!(
-                original.apply(seat, &action).unwrap(),
-                restored.apply(seat, &action).unwrap()
-            );
-        }
-        prop_assert_eq!(restored, original);
-    }
-    Ok(())
-}
-
-// 5,000 games in all, split in two tests so that they run on two cores.
-proptest! {
-    #![proptest_config(config(2_500))]
-
-    /// Every gentleman card, event card and daughter in exactly one place; attributes in 0–5;
-    /// at most three suitors; the awaited seat always has a legal default; refusals change
-    /// nothing; same seed and choices, same match; serde round trips at any point; no view
-    /// depends on what its viewer may not know; the game ends.
-    #[test]
-    fn two_player_games_keep_every_invariant(seed in any::<u64>(), cut in 0usize..300) {
-        check_game(seed, 2, cut)?;
-    }
-
-    /// The same properties with three and four players.
-    #[test]
-    fn three_and_four_player_games_keep_every_invariant(
-        seed in any::<u64>(),
-        seats in 3u8..=4,
-        cut in 0usize..300,
-    ) {
-        check_game(seed, seats, cut)?;
-    }
-}
-
-/// Games end under purely random play as well as under the progress policy; the figures
-/// (longest game, mean length) are printed with `--nocapture`.
-#[test]
-fn random_and_progress_play_both_end() {
-    const GAMES: u64 = 150;
-    for policy in [Policy::Random, Policy::Progress] {
-        let (mut longest, mut stalled, mut turns, mut longest_turns) = (0, 0, 0u64, 0);
-        for seed in 0..GAMES {
-            let seats = 2 + (seed % 3) as u8;
-            let w = walk(seed, seats, policy, |_, _| {});
-            stalled += usize::from(!w.finished);
-            longest = longest.max(w.choices.len());
-            longest_turns = longest_turns.max(w.turns);
-            turns += u64::from(w.turns);
-        }
-        eprintln!(
-            "{policy:?}: {GAMES} games, longest {longest} actions / {longest_turns} turns, \
-             mean {} turns, stalled {stalled}",
-            turns / GAMES
-        );
-        assert_eq!(stalled, 0, "{policy:?}");
-    }
-}
-
-/// Any action at all, legal or not, for any seat number, built from one random stream.
-fn arbitrary_action(rng: &mut GameRng) -> (Seat, Action) {
-    let seat = rng.below(6) as Seat;
     let location = Location::ALL[rng.below(6) as usize];
     let card = CardId::all().nth(rng.below(84) as usize).unwrap();
     let event = EventCardId::all().nth(rng.below(46) as usize).unwrap();
@@ -501,7 +296,7 @@ fn arbitrary_action(rng: &mut GameRng) -> (Seat, Action) {
     let place = [None, Some(location)][rng.below(2) as usize];
     let choice =
         [None, Some(Attribute::Reputation), Some(Attribute::Beauty)][rng.below(3) as usize];
-    let action = match rng.below(10) {
+    match rng.below(10) {
         0 => Action::Visit { location },
         1 => Action::LocationAction { choice },
         2 => Action::Intrigue {
@@ -520,35 +315,86 @@ fn arbitrary_action(rng: &mut GameRng) -> (Seat, Action) {
         7 => Action::Pass,
         8 => Action::EndTurn,
         _ => Action::Discard { card: event },
-    };
-    (seat, action)
+    }
 }
 
-proptest! {
-    #![proptest_config(config(300))]
+struct AmoriFixture;
 
-    /// Whatever arrives, `apply` answers without panicking; an action it accepts is one
-    /// `legal_actions` listed, and a refusal changes nothing.
-    #[test]
-    fn arbitrary_actions_never_panic_and_refusals_change_nothing(
-        seed in any::<u64>(),
-        seats in 2u8..=4,
-        cut in 0usize..400,
-    ) {
-        // Somewhere in a game, or at its end if it ends sooner.
-        let mut state = walk_for(seed, seats, Policy::Mixed, cut, |_, _| {}).state;
-        let mut rng = GameRng::new(Seed::from_u64(seed ^ 0x5555));
-        for _ in 0..200 {
-            let (seat, action) = arbitrary_action(&mut rng);
-            let legal = state.legal_actions(seat);
-            let before = state.clone();
-            match state.apply(seat, &action) {
-                Ok(_) => prop_assert!(legal.contains(&action), "accepted unlisted {:?}", action),
-                Err(e) => {
-                    prop_assert!(!legal.contains(&action), "refused listed {:?}: {}", action, e.code());
-                    prop_assert_eq!(&state, &before);
-                }
-            }
+impl Fixture for AmoriFixture {
+    type G = Amori;
+
+    fn configs(&self) -> Vec<Config> {
+        vec![Config::default()]
+    }
+
+    fn arbitrary_action(&self, state: &Amori, rng: &mut GameRng) -> Action {
+        arbitrary_action(state, rng)
+    }
+
+    /// A quarter of the choices uniformly at random, the rest as [`Policy::Progress`]: every
+    /// kind of move still happens, and games stay short enough to play many.
+    fn pick(&self, state: &Amori, seat: Seat, legal: &[Action], rng: &mut GameRng) -> usize {
+        if rng.below(4) == 0 {
+            rng.below(legal.len() as u32) as usize
+        } else {
+            progress_pick(state, seat, legal, rng)
         }
+    }
+
+    /// Only a seat's event cards and a location deck shown to its chooser are private, each
+    /// to the one seat that may know it; everything else is public.
+    fn heard(&self, event: &Event) -> Heard {
+        match event {
+            Event::HandDealt { seat, .. } | Event::EventDrawn { seat, .. } => Heard::seat(*seat),
+            Event::DeckShown { .. } => Heard::OneSeat,
+            _ => Heard::Everyone,
+        }
+    }
+
+    fn hidden_variant(&self, state: &Amori, viewer: Viewer, rng: &mut GameRng) -> Amori {
+        hidden_variant(state, viewer, rng)
+    }
+
+    fn check_state(&self, state: &Amori) {
+        check_conservation(state);
+        check_boards(state);
+        check_actions(state);
+    }
+}
+
+#[test]
+fn random_games_keep_every_shared_invariant_at_every_seat_count() {
+    let plan = Plan {
+        matches: 40,
+        max_steps: MAX_STEPS,
+        deep_every: 16,
+        probes: 6,
+    };
+    let report = testing::check(&AmoriFixture, &plan);
+    eprintln!("{report:?}");
+    assert!(report.actions > 10_000, "{report:?}");
+}
+
+/// Games end under purely random play as well as under the progress policy; the figures
+/// (longest game, mean length) are printed with `--nocapture`.
+#[test]
+fn random_and_progress_play_both_end() {
+    const GAMES: u64 = 150;
+    for policy in [Policy::Random, Policy::Progress] {
+        let (mut longest, mut stalled, mut turns, mut longest_turns) = (0, 0, 0u64, 0);
+        for seed in 0..GAMES {
+            let seats = 2 + (seed % 3) as u8;
+            let w = walk(seed, seats, policy);
+            stalled += usize::from(!w.finished);
+            longest = longest.max(w.actions);
+            longest_turns = longest_turns.max(w.turns);
+            turns += u64::from(w.turns);
+        }
+        eprintln!(
+            "{policy:?}: {GAMES} games, longest {longest} actions / {longest_turns} turns, \
+             mean {} turns, stalled {stalled}",
+            turns / GAMES
+        );
+        assert_eq!(stalled, 0, "{policy:?}");
     }
 }

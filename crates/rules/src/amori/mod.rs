@@ -49,17 +49,19 @@
 //! location deck while that seat chooses from it (shown sorted, so deck order never shows).
 //! Hidden from all: deck order, face-down daughters, the unused daughter boards.
 
+mod cards;
 pub mod data;
+mod error;
 mod game;
-mod ids;
 #[cfg(test)]
 mod tests;
 mod types;
 
+pub use self::cards::{CardId, DaughterId, EventCardId, EventKind, GentlemanId, ParseIdError};
 pub use self::data::{Attribute, Attributes, Die, DieFace, Location};
+pub use self::error::Error;
 pub use self::game::Amori;
-pub use self::ids::{CardId, DaughterId, EventCardId, EventKind, GentlemanId, ParseIdError};
 pub use self::types::{
-    Action, ActiveDaughter, Bride, Config, DeckSize, Error, Event, LocationDeckView, Medal, Phase,
+    Action, ActiveDaughter, Bride, Config, DeckSize, Event, LocationDeckView, Medal, Phase,
     PlayerView, Scoring, SeatSetup, View,
 };

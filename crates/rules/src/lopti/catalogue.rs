@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Error;
-use super::card::Rank;
+use super::cards::Rank;
 
 /// The base rules a Rule Vote may change for the rest of the session. The vote and Roshambo
 /// procedures are not parameters: they can't be changed.

@@ -77,77 +77,25 @@
 //! else the first face-down card, else a pickup. A timed-out Roshambo throw is predictable by
 //! design (it cycles with the round, the defender one step ahead of the challenger), so a
 //! player who lets the clock run gives their opponent an edge.
+//!
+//! [`Game::awaiting`]: crate::Game::awaiting
+//! [`Game::legal_actions`]: crate::Game::legal_actions
+//! [`Game::default_action`]: crate::Game::default_action
 
-mod card;
+mod cards;
 pub mod catalogue;
-mod protocol;
-mod state;
-mod view;
+mod error;
+mod game;
+mod types;
 
-use std::ops::RangeInclusive;
-
-pub use card::{Card, ParseCardError, Rank, Suit};
+pub use cards::{Card, ParseCardError, Rank, Suit};
 pub use catalogue::{
     BaseRules, Change, Effect, Rule, RuleBody, RuleId, RuleSpec, RuleStatus, Special, Timing,
     Trigger,
 };
-pub use protocol::{
-    Action, Ballot, BurnCause, CarriedRule, Config, Error, Event, MAX_HANDS, Proposal, Source,
-    Throw, VoteResult,
+pub use error::Error;
+pub use game::{Lopti, ROSHAMBO_THROWS};
+pub use types::{
+    Action, Ballot, BurnCause, CarriedRule, Config, Event, MAX_HANDS, PhaseView, Proposal,
+    SeatView, Source, Throw, View, VoteResult,
 };
-pub use state::{Lopti, ROSHAMBO_THROWS};
-pub use view::{PhaseView, SeatView, View};
-
-use crate::core::{Game, Observation, Outcome, Seat, SeatSet, SetupError, Viewer};
-use crate::rng::Seed;
-
-impl Game for Lopti {
-    const KIND: &'static str = "lopti";
-    const RULES_VERSION: u32 = 1;
-
-    type Config = Config;
-    type Action = Action;
-    type Event = Event;
-    type View = View;
-    type Error = Error;
-
-    fn seat_range(_config: &Config) -> RangeInclusive<u8> {
-        2..=5
-    }
-
-    fn setup(config: &Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {
-        Lopti::new(config, seats, seed)
-    }
-
-    fn setup_observations(&self) -> Vec<Observation<Event>> {
-        Lopti::setup_observations(self)
-    }
-
-    fn seats(&self) -> u8 {
-        self.seat_count()
-    }
-
-    fn awaiting(&self) -> SeatSet {
-        Lopti::awaiting(self)
-    }
-
-    fn legal_actions(&self, seat: Seat) -> Vec<Action> {
-        Lopti::legal_actions(self, seat)
-    }
-
-    fn apply(&mut self, seat: Seat, action: &Action) -> Result<Vec<Observation<Event>>, Error> {
-        Lopti::apply(self, seat, action)
-    }
-
-    fn view(&self, viewer: Viewer) -> View {
-        Lopti::view(self, viewer)
-    }
-
-    fn outcome(&self) -> Option<Outcome> {
-        Lopti::outcome(self)
-    }
-
-    fn default_action(&self, seat: Seat) -> Option<Action> {
-        Lopti::default_action(self, seat)
-    }
-}

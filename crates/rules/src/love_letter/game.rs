@@ -615,15 +615,7 @@ impl Game for LoveLetter {
     }
 
     fn setup(config: &Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {
-        let range = Self::seat_range(config);
-        if !range.contains(&seats) {
-            return Err(SetupError::SeatCount {
-                game: Self::KIND,
-                min: *range.start(),
-                max: *range.end(),
-                got: seats,
-            });
-        }
+        SetupError::check_seats::<Self>(config, seats)?;
         if let Some(first) = config.first_player
             && first >= seats
         {

@@ -1,13 +1,20 @@
 //! What crosses the engine's boundary: the config, the actions a seat may take, the events
-//! it may observe, and the typed refusals. These map 1:1 to protobuf messages, so their
+//! it may observe, and what a viewer sees. These map 1:1 to protobuf messages, so their
 //! serde forms are part of the stored-match contract: change them only with a rules-version
 //! bump.
+//!
+//! # Views
+//! A seat sees its own hand, every seat's face-up cards, how many face-down and hand cards each
+//! seat holds, the pile, the chain of passes, the draw pile's size, the rules, and the vote or
+//! Roshambo in progress. Face-down cards are shown to nobody, their owner included, until they
+//! are turned; a ballot or a committed throw is shown only to the seat that cast it until the
+//! count or the reveal. A spectator sees what every seat sees, without any own hand.
 
 use serde::{Deserialize, Serialize};
 
-use super::card::{Card, Rank};
-use super::catalogue::{Change, Rule, RuleBody, RuleId, RuleSpec, Timing};
-use crate::core::{GameError, Seat, SeatSet};
+use super::cards::{Card, Rank};
+use super::catalogue::{BaseRules, Change, Rule, RuleBody, RuleId, RuleSpec, Timing};
+use crate::core::{Seat, SeatSet, Viewer};
 
 /// How a session is set up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,129 +303,89 @@ pub enum Event {
     },
 }
 
-/// A refused action. Messages name only what the acting seat may know.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    #[error("the match is over")]
-    MatchOver,
-    #[error("there is no seat {0}")]
-    NoSuchSeat(Seat),
-    #[error("it is not your turn to act")]
-    NotYourTurn,
-    #[error("that action doesn't belong to this phase of the game")]
-    WrongPhase,
-    #[error("a play needs at least one card")]
-    EmptyPlay,
-    #[error("a play is of one rank only")]
-    MixedRanks,
-    #[error("card {0} is named twice")]
-    DuplicateCard(Card),
-    #[error("card {0} is not in your hand")]
-    CardNotInHand(Card),
-    #[error("card {0} is not among your face-up cards")]
-    CardNotFaceUp(Card),
-    #[error("during a pass obligation, play {pass}s or pick up")]
-    PassObligation { pass: Rank },
-    #[error("a {burn} can't follow a {low}")]
-    BurnOnLow { burn: Rank, low: Rank },
-    #[error("after a {low} the play must be {low} or lower")]
-    MustPlayLow { low: Rank },
-    #[error("a {rank} is lower than the {top} on the pile")]
-    TooLow { rank: Rank, top: Rank },
-    #[error("on {count} × {rank}, play more of them or complete all four")]
-    NeedMoreCards { rank: Rank, count: u8 },
-    #[error("there is no pile to pick up")]
-    NothingToPickUp,
-    #[error("face-down cards are played only when hand and face-up cards are gone")]
-    FaceDownNotYet,
-    #[error("there is no face-down card at index {0}")]
-    NoSuchFaceDown(u8),
-    #[error("play from your hand first")]
-    HandNotEmpty,
-    #[error("you already swapped this hand")]
-    AlreadySwapped,
-    #[error("there is no rule {0}")]
-    NoSuchRule(RuleId),
-    #[error("rule {0} is not active")]
-    RuleNotActive(RuleId),
-    #[error("rule {0} is active")]
-    RuleIsActive(RuleId),
-    #[error("only a rule's creator may cancel it")]
-    NotRuleCreator,
-    #[error("create an enforced rule, a table rule, or skip")]
-    EmptyRule,
-    #[error("the rule loops without end")]
-    RuleLoops,
-    #[error("the rule contradicts a base rule: {reason}")]
-    RuleContradictsBaseRule { reason: &'static str },
-    #[error("the same rule is already active")]
-    RuleDuplicate,
-    #[error("that rule was removed this session; only a Rule Vote may bring it back")]
-    RuleWasRemoved,
-    #[error("{what} must be from {min} to {max}")]
-    RuleOutOfRange {
-        what: &'static str,
-        min: u8,
-        max: u8,
-    },
-    #[error("a table rule is 1 to {max} characters of text, without control characters")]
-    TableRuleText { max: usize },
-    #[error("this hand's Rule Vote was already held")]
-    VoteAlreadyHeld,
-    #[error("the Rule Vote is held only when the deal starts")]
-    NoVoteNow,
-    #[error("the change would change nothing")]
-    NoChange,
-    #[error("hand size must be from {min} to {max} and fit the deck for every seat")]
-    HandSizeOutOfRange { min: u8, max: u8 },
-    #[error("{rank} already has another special role")]
-    RankAlreadySpecial { rank: Rank },
-    #[error("you already acted in this phase")]
-    AlreadyActed,
-    #[error("you are not a side in this Roshambo")]
-    NotInRoshambo,
+/// One seat's public side of the table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatView {
+    pub face_up: Vec<Card>,
+    pub face_down: u8,
+    pub in_hand: u8,
+    pub hands_won: u8,
 }
 
-impl GameError for Error {
-    fn code(&self) -> &'static str {
-        match self {
-            Error::MatchOver => "match-over",
-            Error::NoSuchSeat(_) => "no-such-seat",
-            Error::NotYourTurn => "not-your-turn",
-            Error::WrongPhase => "wrong-phase",
-            Error::EmptyPlay => "empty-play",
-            Error::MixedRanks => "mixed-ranks",
-            Error::DuplicateCard(_) => "duplicate-card",
-            Error::CardNotInHand(_) => "card-not-in-hand",
-            Error::CardNotFaceUp(_) => "card-not-face-up",
-            Error::PassObligation { .. } => "pass-obligation",
-            Error::BurnOnLow { .. } => "burn-on-low",
-            Error::MustPlayLow { .. } => "must-play-low",
-            Error::TooLow { .. } => "too-low",
-            Error::NeedMoreCards { .. } => "need-more-cards",
-            Error::NothingToPickUp => "nothing-to-pick-up",
-            Error::FaceDownNotYet => "face-down-not-yet",
-            Error::NoSuchFaceDown(_) => "no-such-face-down",
-            Error::HandNotEmpty => "hand-not-empty",
-            Error::AlreadySwapped => "already-swapped",
-            Error::NoSuchRule(_) => "no-such-rule",
-            Error::RuleNotActive(_) => "rule-not-active",
-            Error::RuleIsActive(_) => "rule-is-active",
-            Error::NotRuleCreator => "not-rule-creator",
-            Error::EmptyRule => "empty-rule",
-            Error::RuleLoops => "rule-loops",
-            Error::RuleContradictsBaseRule { .. } => "rule-contradicts-base-rule",
-            Error::RuleDuplicate => "rule-duplicate",
-            Error::RuleWasRemoved => "rule-was-removed",
-            Error::RuleOutOfRange { .. } => "rule-out-of-range",
-            Error::TableRuleText { .. } => "table-rule-text",
-            Error::VoteAlreadyHeld => "vote-already-held",
-            Error::NoVoteNow => "no-vote-now",
-            Error::NoChange => "no-change",
-            Error::HandSizeOutOfRange { .. } => "hand-size-out-of-range",
-            Error::RankAlreadySpecial { .. } => "rank-already-special",
-            Error::AlreadyActed => "already-acted",
-            Error::NotInRoshambo => "not-in-roshambo",
-        }
-    }
+/// The phase the session is in, as a viewer may see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum PhaseView {
+    /// The last hand's winner creates a rule (or skips) before the next deal.
+    RuleCreation {
+        winner: Seat,
+    },
+    /// Any seat may propose this hand's Rule Vote; `declined` have passed on it.
+    Proposal {
+        declined: SeatSet,
+    },
+    /// Every seat votes; `voted` have cast a ballot. `your_ballot` is the viewer's own.
+    Voting {
+        proposal: Proposal,
+        voted: SeatSet,
+        your_ballot: Option<Ballot>,
+    },
+    /// A tied vote is settled by rock-paper-scissors: `sides` are [challenger, defender].
+    Roshambo {
+        proposal: Proposal,
+        sides: [Seat; 2],
+        score: [u8; 2],
+        decisive: u8,
+        committed: SeatSet,
+        your_throw: Option<Throw>,
+        last_reveal: Option<[Throw; 2]>,
+    },
+    /// Each seat may swap once; `done` have finished.
+    Swap {
+        done: SeatSet,
+    },
+    /// `seat` is on turn with `plays_left` plays (more than one after a burn or bonus).
+    Play {
+        seat: Seat,
+        plays_left: u8,
+        played: bool,
+    },
+    Over,
+}
+
+/// A viewer's picture of the session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct View {
+    pub viewer: Viewer,
+    /// The current hand, from 0; equals `hands` once the match is over.
+    pub hand: u8,
+    pub hands: u8,
+    pub dealer: Seat,
+    pub phase: PhaseView,
+    pub awaiting: SeatSet,
+    /// The viewer's own cards in hand; `None` for a spectator.
+    pub your_hand: Option<Vec<Card>>,
+    pub seats: Vec<SeatView>,
+    /// The play pile, bottom first.
+    pub pile: Vec<Card>,
+    /// How many cards the top play of the pile had.
+    pub top_play_count: u8,
+    /// The chain of passes beside the pile.
+    pub pass_chain: Vec<Card>,
+    /// Whether the next play must be a pass or a pickup.
+    pub pass_obligation: bool,
+    /// Set when a low card tops the pile: the next play must be this rank or lower.
+    pub play_at_most: Option<Rank>,
+    pub draw_pile: u8,
+    /// Cards burned or discarded this hand.
+    pub out_of_hand: u8,
+    pub clockwise: bool,
+    pub pending_skips: u8,
+    pub base: BaseRules,
+    /// Every rule of the session, active or not.
+    pub rules: Vec<Rule>,
+    /// Passed changes waiting for the next hand.
+    pub scheduled: Vec<Change>,
+    /// Whether this hand's Rule Vote has been held.
+    pub vote_held: bool,
 }

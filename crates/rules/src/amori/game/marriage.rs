@@ -1,0 +1,157 @@
+//! Marriages, checked after every change, and the ends of turns, of the final round and of
+//! the match.
+
+use super::*;
+
+impl Amori {
+    /// Marry every daughter who qualifies, for every seat. A daughter qualifying for several
+    /// gentlemen at once marries the one worth the most VP (the first in the table on a tie).
+    pub(super) fn check_marriages(&mut self, obs: &mut Obs) {
+        for seat in 0..self.seats {
+            let Some(d) = &self.player(seat).active else {
+                continue;
+            };
+            let mut best: Option<GentlemanId> = None;
+            for gentleman in self.suitor_gentlemen(seat) {
+                let count = d
+                    .suitors
+                    .iter()
+                    .filter(|c| c.gentleman() == gentleman)
+                    .count();
+                if count >= CARDS_TO_MARRY
+                    && d.attributes.meets(&gentleman.data().minimums)
+                    && !self.is_married(gentleman)
+                    && best.is_none_or(|b| {
+                        gentleman.data().victory_points > b.data().victory_points
+                            || (gentleman.data().victory_points == b.data().victory_points
+                                && gentleman < b)
+                    })
+                {
+                    best = Some(gentleman);
+                }
+            }
+            if let Some(gentleman) = best {
+                self.marry(seat, gentleman, obs);
+            }
+        }
+    }
+
+    pub(super) fn marry(&mut self, seat: Seat, husband: GentlemanId, obs: &mut Obs) {
+        let player = self.player_mut(seat);
+        let Some(bride) = player.active.take() else {
+            return;
+        };
+        let (his, others): (Vec<CardId>, Vec<CardId>) =
+            bride.suitors.iter().partition(|c| c.gentleman() == husband);
+        let kept = his[0];
+        player.brides.push(Bride {
+            daughter: bride.daughter,
+            attributes: bride.attributes,
+            husband,
+            kept,
+        });
+        obs.push(Observation::public(Event::Married {
+            seat,
+            daughter: bride.daughter,
+            gentleman: husband,
+            kept,
+        }));
+        // His other cards leave the game, wherever they lie face up.
+        let mut retired: Vec<CardId> = his[1..].to_vec();
+        for p in &mut self.players {
+            if let Some(d) = p.active.as_mut() {
+                retired.extend(d.suitors.iter().filter(|c| c.gentleman() == husband));
+                d.suitors.retain(|c| c.gentleman() != husband);
+            }
+        }
+        retired.extend(
+            self.gentleman_discard
+                .iter()
+                .filter(|c| c.gentleman() == husband),
+        );
+        self.gentleman_discard.retain(|c| c.gentleman() != husband);
+        if !retired.is_empty() {
+            obs.push(Observation::public(Event::GentlemenRetired {
+                cards: retired.clone(),
+            }));
+            self.retired.extend(retired);
+        }
+        if !others.is_empty() {
+            obs.push(Observation::public(Event::GentlemenDiscarded {
+                cards: others.clone(),
+            }));
+            self.gentleman_discard.extend(others);
+        }
+        let player = self.player_mut(seat);
+        if player.face_down.is_empty() {
+            obs.push(Observation::public(Event::FinalRound { seat }));
+            self.final_round = true;
+        } else {
+            let next = player.face_down.remove(0);
+            let attributes = next.data().start;
+            player.active = Some(ActiveDaughter {
+                daughter: next,
+                attributes,
+                suitors: Vec::new(),
+            });
+            obs.push(Observation::public(Event::DaughterRevealed {
+                seat,
+                daughter: next,
+                attributes,
+            }));
+        }
+        self.married_this_turn = true;
+    }
+
+    /// The current player draws an event card, which ends the turn (after a discard if over
+    /// the hand limit).
+    pub(super) fn end_turn(&mut self, obs: &mut Obs) {
+        let seat = self.current;
+        if self.event_deck.is_empty() && !self.event_discard.is_empty() {
+            self.event_deck = std::mem::take(&mut self.event_discard);
+            self.rng.shuffle(&mut self.event_deck);
+            obs.push(Observation::public(Event::EventDeckReshuffled {
+                size: self.event_deck.len(),
+            }));
+        }
+        if let Some(card) = self.event_deck.pop() {
+            self.player_mut(seat).hand.push(card);
+            obs.push(Observation::to_seat(seat, Event::EventDrawn { seat, card }));
+            obs.push(Observation {
+                audience: Audience::Everyone,
+                event: Event::EventDrawnFaceDown { seat },
+            });
+        }
+        if self.player(seat).hand.len() > HAND_LIMIT {
+            self.phase = Phase::Discard { seat };
+        } else {
+            self.next_turn(obs);
+        }
+    }
+
+    /// Pass the turn clockwise, skipping players with no daughter in play; after the final
+    /// round (back at the starting player) the match is over.
+    pub(super) fn next_turn(&mut self, obs: &mut Obs) {
+        self.married_this_turn = false;
+        self.resume = Resume::Visit;
+        for _ in 0..self.seats {
+            self.current = (self.current + 1) % self.seats;
+            if self.current == self.starting_player && self.final_round {
+                break;
+            }
+            if self.player(self.current).active.is_some() {
+                self.turn += 1;
+                self.phase = Phase::Visit;
+                obs.push(Observation::public(Event::TurnStarted {
+                    seat: self.current,
+                    turn: self.turn,
+                }));
+                return;
+            }
+        }
+        self.phase = Phase::Over;
+        obs.push(Observation::public(Event::GameOver {
+            scoring: self.scoring(),
+        }));
+    }
+}
