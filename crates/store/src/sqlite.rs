@@ -61,33 +61,24 @@ async fn insert_events(
     id: &str,
     events: &[StoredEvent],
 ) -> Result<(), StoreError> {
-    for ev in events {
+    // The request's first event carries the seq of its last: the request index's row.
+    let request_last = first_request(events).map(|_| events.last().map_or(0, |e| e.seq));
+    for (i, ev) in events.iter().enumerate() {
         sqlx::query(
-            "INSERT INTO events (match_id, seq, kind, actor, request_id, payload, at, prev_hash, hash)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
+                 prev_hash, hash)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(id)
         .bind(to_i64(ev.seq)?)
         .bind(&ev.kind)
         .bind(ev.actor.map(i16::from))
         .bind(ev.request_id.as_deref())
+        .bind(request_last.filter(|_| i == 0).map(to_i64).transpose()?)
         .bind(canonical_json(&ev.payload))
         .bind(ev.at)
         .bind(ev.prev_hash.as_slice())
         .bind(ev.hash.as_slice())
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    }
-    if let Some((request_id, first)) = first_request(events) {
-        let last = events.last().map_or(first, |e| e.seq);
-        sqlx::query(
-            "INSERT INTO requests (match_id, request_id, first_seq, last_seq) VALUES (?, ?, ?, ?)",
-        )
-        .bind(id)
-        .bind(request_id)
-        .bind(to_i64(first)?)
-        .bind(to_i64(last)?)
         .execute(&mut *conn)
         .await
         .map_err(db)?;
@@ -254,9 +245,11 @@ pub(crate) async fn append(
     let request_id = events.first().and_then(|e| e.request_id.clone());
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
     let head: Option<HeadRow> = sqlx::query_as(
-        "SELECT m.seat_count, m.version, m.last_hash, r.first_seq, r.last_seq
+        "SELECT m.seat_count, m.version, m.last_hash, r.seq AS first_seq,
+             r.request_last AS last_seq
          FROM matches m
-         LEFT JOIN requests r ON r.match_id = m.match_id AND r.request_id = ?2
+         LEFT JOIN events r ON r.match_id = m.match_id AND r.request_id = ?2
+             AND r.request_last IS NOT NULL
          WHERE m.match_id = ?1",
     )
     .bind(id.to_string())
@@ -383,7 +376,8 @@ pub(crate) async fn load(
     let events = events_between(&mut tx, id, after, None, None).await?;
     let requests: Vec<(String, i64)> = if after > 0 {
         sqlx::query_as(
-            "SELECT request_id, first_seq FROM requests WHERE match_id = ? AND first_seq <= ?",
+            "SELECT request_id, seq FROM events
+             WHERE match_id = ? AND request_last IS NOT NULL AND seq <= ?",
         )
         .bind(id.to_string())
         .bind(to_i64(after)?)
