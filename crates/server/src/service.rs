@@ -1188,7 +1188,8 @@ impl Service {
                 ),
                 // The match starts: every seat it awaits is newly awaited.
                 notify: if starts {
-                    live.state.awaiting().iter().collect()
+                    let seq = live.record.version + 1;
+                    crate::webhooks::your_turn(id, seq, at, live.state.awaiting().iter())
                 } else {
                     Vec::new()
                 },
@@ -1547,10 +1548,8 @@ impl Service {
                 notify: if over {
                     Vec::new()
                 } else {
-                    next.awaiting()
-                        .iter()
-                        .filter(|s| !before.contains(*s))
-                        .collect()
+                    let newly = next.awaiting().iter().filter(|s| !before.contains(*s));
+                    crate::webhooks::your_turn(id, live.record.version + 1, at, newly)
                 },
             };
             match self

@@ -69,8 +69,8 @@ pub use batch::GroupCommit;
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
 pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 pub use outbox::{
-    Attempt, Delivery, DeliveryKey, DeliveryRecord, NotificationKind, REMOVED, Webhook,
-    turn_reminder_body, your_turn_body,
+    Attempt, Delivery, DeliveryKey, DeliveryRecord, Notification, NotificationKind, REMOVED,
+    Reminder, Webhook,
 };
 
 /// A match's identifier; also the distribution key of every table.
@@ -250,10 +250,10 @@ pub struct MatchUpdate {
     /// leaves them alone (matches with no deadlines and no bots), keeping the append a plain
     /// insert.
     pub turns: Option<Vec<PendingTurn>>,
-    /// Seats this append makes awaited: each that has a webhook gets a "your turn"
-    /// notification queued in the outbox, written with the events or not at all. Ignored by
-    /// an append without events.
-    pub notify: Vec<u8>,
+    /// Seats this append makes awaited, with the "your turn" payload each is posted about the
+    /// append's last event: each seat that has a webhook gets it queued in the outbox, written
+    /// with the events or not at all. Ignored by an append without events.
+    pub notify: Vec<Notification>,
 }
 
 /// A seat the server will act for unless the seat acts first: a human seat's turn deadline
@@ -684,12 +684,18 @@ impl Store {
 
     /// Queues the reminders due at `now`, at most `limit`: each pending turn whose `remind_at`
     /// has passed gets it cleared and, if its seat has a webhook and its deadline is still
-    /// ahead, a "turn_reminder" notification in the outbox, in one transaction. Concurrent
-    /// callers (other replicas) never queue one reminder twice. Returns how many were queued.
-    pub async fn queue_reminders(&self, now: DateTime<Utc>, limit: u32) -> Result<u32, StoreError> {
+    /// ahead, a "turn_reminder" notification in the outbox, its payload rendered by `body`, in
+    /// one transaction. Concurrent callers (other replicas) never queue one reminder twice.
+    /// Returns how many were queued.
+    pub async fn queue_reminders(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        body: impl Fn(&Reminder) -> String + Send + Sync,
+    ) -> Result<u32, StoreError> {
         match &self.backend {
-            Backend::Postgres(pg) => turns::pg_remind(&pg.pool, now, limit).await,
-            Backend::Sqlite(pool) => turns::sqlite_remind(pool, now, limit).await,
+            Backend::Postgres(pg) => turns::pg_remind(&pg.pool, now, limit, &body).await,
+            Backend::Sqlite(pool) => turns::sqlite_remind(pool, now, limit, &body).await,
         }
     }
 

@@ -14,8 +14,7 @@
 //! once the lease runs out (delivery is at least once). Delivered and given-up rows have no
 //! `next_attempt_at`.
 
-use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
-use serde_json::json;
+use chrono::{DateTime, TimeZone, Utc};
 
 use crate::rows::{hash32, parse_id};
 use crate::{Backend, MatchId, Store, StoreError};
@@ -50,9 +49,9 @@ impl std::fmt::Debug for Webhook {
 /// What a notification tells its seat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NotificationKind {
-    /// The seat became awaited ([`your_turn_body`]).
+    /// The seat became awaited.
     YourTurn,
-    /// The seat's deadline is near ([`turn_reminder_body`]).
+    /// The seat's deadline is near ([`Reminder`]).
     TurnReminder,
 }
 
@@ -65,7 +64,7 @@ impl NotificationKind {
         }
     }
 
-    fn parse(kind: &str) -> Result<Self, StoreError> {
+    pub(crate) fn parse(kind: &str) -> Result<Self, StoreError> {
         match kind {
             "your_turn" => Ok(NotificationKind::YourTurn),
             "turn_reminder" => Ok(NotificationKind::TurnReminder),
@@ -158,38 +157,32 @@ pub struct DeliveryRecord {
     pub created_at: DateTime<Utc>,
 }
 
-/// The payload posted to a seat's webhook when the event `seq` makes it awaited. It carries no
-/// game state: the receiver fetches the seat's view with the seat's token.
-pub fn your_turn_body(match_id: MatchId, seq: u64, seat: u8, at: DateTime<Utc>) -> String {
-    json!({
-        "type": "your_turn",
-        "matchId": match_id.to_string(),
-        "seat": seat,
-        "version": seq,
-        "at": at.to_rfc3339_opts(SecondsFormat::Micros, true),
-    })
-    .to_string()
+/// A notification an append queues for a seat (see [`MatchUpdate::notify`]): the exact bytes
+/// the server will post and sign, rendered by the server for the append's last event.
+///
+/// [`MatchUpdate::notify`]: crate::MatchUpdate::notify
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    /// The seat notified, if it has a webhook.
+    pub seat: u8,
+    /// The payload.
+    pub body: String,
 }
 
-/// The payload posted to a seat's webhook at `at`, ahead of its deadline `due_at`, while it is
-/// awaited after event `seq` (the version to act on). Like [`your_turn_body`], it carries no
-/// game state.
-pub fn turn_reminder_body(
-    match_id: MatchId,
-    seq: u64,
-    seat: u8,
-    due_at: DateTime<Utc>,
-    at: DateTime<Utc>,
-) -> String {
-    json!({
-        "type": "turn_reminder",
-        "matchId": match_id.to_string(),
-        "seat": seat,
-        "version": seq,
-        "dueAt": due_at.to_rfc3339_opts(SecondsFormat::Micros, true),
-        "at": at.to_rfc3339_opts(SecondsFormat::Micros, true),
-    })
-    .to_string()
+/// A reminder that fell due ([`Store::queue_reminders`]): what its notification tells the seat,
+/// for the server to render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reminder {
+    /// The match.
+    pub match_id: MatchId,
+    /// The seq the seat is awaited after: the version to act on.
+    pub seq: u64,
+    /// The seat reminded.
+    pub seat: u8,
+    /// The seat's deadline.
+    pub due_at: DateTime<Utc>,
+    /// When the reminder fell due.
+    pub remind_at: DateTime<Utc>,
 }
 
 /// Times in the outbox tables, as integer microseconds since the epoch (SQLite stores them so;
@@ -615,19 +608,14 @@ impl Store {
     }
 }
 
-/// The seats to notify of an append and their payloads, for the append statements.
-pub(crate) fn bodies(
-    id: MatchId,
-    seq: u64,
-    at: DateTime<Utc>,
-    seats: &[u8],
-) -> (Vec<i16>, Vec<String>) {
-    let mut seats = seats.to_vec();
-    seats.sort_unstable();
-    seats.dedup();
-    let bodies = seats
-        .iter()
-        .map(|&seat| your_turn_body(id, seq, seat, at))
-        .collect();
-    (seats.into_iter().map(i16::from).collect(), bodies)
+/// The seats to notify of an append and their payloads, for the append statements: one per
+/// seat, the first named.
+pub(crate) fn bodies(notify: &[Notification]) -> (Vec<i16>, Vec<String>) {
+    let mut notify: Vec<&Notification> = notify.iter().collect();
+    notify.sort_by_key(|n| n.seat);
+    notify.dedup_by_key(|n| n.seat);
+    notify
+        .into_iter()
+        .map(|n| (i16::from(n.seat), n.body.clone()))
+        .unzip()
 }

@@ -550,8 +550,7 @@ async fn write(
         // The commonest append: one event and maybe notifications, written with others.
         let [ev] = <[StoredEvent; 1]>::try_from(stored)
             .map_err(|_| StoreError::Internal("a single event became several".into()))?;
-        let (notify_seats, notify_bodies) =
-            crate::outbox::bodies(id, ev.seq, ev.at, &update.notify);
+        let (notify_seats, notify_bodies) = crate::outbox::bodies(&update.notify);
         let row = Row {
             request_last: ev.request_id.as_ref().map(|_| to_i64(ev.seq)).transpose()?,
             notify: notify_seats.into_iter().zip(notify_bodies).collect(),
@@ -577,9 +576,10 @@ async fn write(
     } else {
         String::new()
     };
-    let (notify_seats, notify_bodies) = match stored.last() {
-        Some(last) if notify => crate::outbox::bodies(id, last.seq, last.at, &update.notify),
-        _ => (Vec::new(), Vec::new()),
+    let (notify_seats, notify_bodies) = if notify {
+        crate::outbox::bodies(&update.notify)
+    } else {
+        (Vec::new(), Vec::new())
     };
     let sql = if plain {
         // Most appends: one INSERT, nothing else written.

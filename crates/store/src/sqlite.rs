@@ -309,7 +309,7 @@ pub(crate) async fn append(
     }
     let mut webhooks_queued = false;
     if let Some(last) = stored.last() {
-        let (seats, bodies) = crate::outbox::bodies(id, last.seq, last.at, &update.notify);
+        let (seats, bodies) = crate::outbox::bodies(&update.notify);
         let now = crate::outbox::micros(truncate_to_micros(Utc::now()));
         for (seat, body) in seats.into_iter().zip(bodies) {
             let queued = sqlx::query(

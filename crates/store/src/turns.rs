@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgPool, SqlitePool};
 
 use crate::rows::{parse_id, to_i64};
-use crate::{MatchId, PendingTurn, StoreError, TurnRecord};
+use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
 
 #[derive(Debug, sqlx::FromRow)]
 struct PgTurnRow {
@@ -306,7 +306,11 @@ struct ReminderRow {
 
 /// The outbox rows of the reminders in `due` that are still worth sending: the seat has a
 /// webhook and its deadline is ahead of `now`.
-fn reminders(due: Vec<ReminderRow>, now: DateTime<Utc>) -> Result<ReminderColumns, StoreError> {
+fn reminders(
+    due: Vec<ReminderRow>,
+    now: DateTime<Utc>,
+    body: &(impl Fn(&Reminder) -> String + Sync),
+) -> Result<ReminderColumns, StoreError> {
     let mut c = ReminderColumns::default();
     for row in due {
         let Some(url) = row.url else { continue };
@@ -316,13 +320,13 @@ fn reminders(due: Vec<ReminderRow>, now: DateTime<Utc>) -> Result<ReminderColumn
         let id = parse_id(&row.match_id)?;
         let seat = u8::try_from(row.seat).map_err(|_| corrupt("seat", row.seat))?;
         let seq = u64::try_from(row.version).map_err(|_| corrupt("version", row.version))?;
-        c.body.push(crate::turn_reminder_body(
-            id,
+        c.body.push(body(&Reminder {
+            match_id: id,
             seq,
             seat,
-            row.due_at,
-            row.remind_at,
-        ));
+            due_at: row.due_at,
+            remind_at: row.remind_at,
+        }));
         c.match_id.push(row.match_id);
         c.seq.push(row.version);
         c.seat.push(row.seat);
@@ -346,6 +350,7 @@ pub(crate) async fn pg_remind(
     pool: &PgPool,
     now: DateTime<Utc>,
     limit: u32,
+    body: &(impl Fn(&Reminder) -> String + Sync),
 ) -> Result<u32, StoreError> {
     // Most rounds find nothing due: one indexed look, no transaction.
     let any: Option<i32> = sqlx::query_scalar(
@@ -377,7 +382,7 @@ pub(crate) async fn pg_remind(
     .fetch_all(&mut *tx)
     .await
     .map_err(StoreError::from_sqlx)?;
-    let c = reminders(due, now)?;
+    let c = reminders(due, now, body)?;
     let queued = c.body.len();
     if queued > 0 {
         sqlx::query(
@@ -416,6 +421,7 @@ pub(crate) async fn sqlite_remind(
     pool: &SqlitePool,
     now: DateTime<Utc>,
     limit: u32,
+    body: &(impl Fn(&Reminder) -> String + Sync),
 ) -> Result<u32, StoreError> {
     // Most rounds find nothing due: one indexed look, no write lock.
     let any: Option<i64> = sqlx::query_scalar(
@@ -461,7 +467,7 @@ pub(crate) async fn sqlite_remind(
             url: row.url,
         });
     }
-    let c = reminders(due, now)?;
+    let c = reminders(due, now, body)?;
     for i in 0..c.body.len() {
         sqlx::query(
             "INSERT INTO webhook_outbox (match_id, seq, seat, kind, url, body, next_attempt_at,
