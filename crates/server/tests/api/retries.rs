@@ -302,7 +302,11 @@ async fn create_leave_and_webhook_retried(backend: Backend) {
     let id = create(&app, &body).await;
     app.restart_after(Duration::ZERO).await;
     assert_eq!(create(&app, &body).await, id, "the same match");
-    assert_eq!(count_matches(&app, "MATCH_STATUS_OPEN").await, 1, "and no orphan");
+    assert_eq!(
+        count_matches(&app, "MATCH_STATUS_OPEN").await,
+        1,
+        "and no orphan"
+    );
     let mut other = body.clone();
     other["seatCount"] = json!(2);
     let (status, refused) = post(&app, "/v1/matches", None, &other).await;
