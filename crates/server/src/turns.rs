@@ -50,7 +50,11 @@ pub async fn run(
                 }
             };
             let mut full = claimed.len() == BATCH as usize;
-            match service.store().queue_reminders(now, BATCH).await {
+            match service
+                .store()
+                .queue_reminders(now, BATCH, crate::webhooks::turn_reminder_body)
+                .await
+            {
                 Ok(queued) => {
                     service.wake_webhooks(queued > 0);
                     full |= queued == BATCH;

@@ -20,9 +20,12 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, SecondsFormat, Utc};
 use hmac::{Hmac, Mac};
-use missive_store::{Attempt, Delivery, DeliveryKey, NotificationKind, Store};
+use missive_store::{
+    Attempt, Delivery, DeliveryKey, MatchId, Notification, NotificationKind, Reminder, Store,
+};
+use serde_json::json;
 use sha2::Sha256;
 use tokio::sync::{Notify, watch};
 
@@ -193,6 +196,53 @@ pub fn delivery_id(key: &DeliveryKey) -> String {
         NotificationKind::YourTurn => id,
         kind => format!("{id}/{}", kind.as_str()),
     }
+}
+
+/// The payload posted to a seat's webhook when the event `seq` makes it awaited. It carries no
+/// game state: the receiver fetches the seat's view with the seat's token.
+pub fn your_turn_body(match_id: MatchId, seq: u64, seat: u8, at: DateTime<Utc>) -> String {
+    json!({
+        "type": NotificationKind::YourTurn.as_str(),
+        "matchId": match_id.to_string(),
+        "seat": seat,
+        "version": seq,
+        "at": at.to_rfc3339_opts(SecondsFormat::Micros, true),
+    })
+    .to_string()
+}
+
+/// The payload posted to a seat's webhook at `remind_at`, ahead of its deadline `due_at`, while
+/// it is awaited after event `seq` (the version to act on). Like [`your_turn_body`], it carries
+/// no game state.
+pub fn turn_reminder_body(r: &Reminder) -> String {
+    json!({
+        "type": NotificationKind::TurnReminder.as_str(),
+        "matchId": r.match_id.to_string(),
+        "seat": r.seat,
+        "version": r.seq,
+        "dueAt": r.due_at.to_rfc3339_opts(SecondsFormat::Micros, true),
+        "at": r.remind_at.to_rfc3339_opts(SecondsFormat::Micros, true),
+    })
+    .to_string()
+}
+
+/// The "your turn" notifications of `seats`, newly awaited after the event `seq` appended at
+/// `at`, for [`missive_store::MatchUpdate::notify`].
+pub fn your_turn(
+    match_id: MatchId,
+    seq: u64,
+    at: DateTime<Utc>,
+    seats: impl IntoIterator<Item = u8>,
+) -> Vec<Notification> {
+    // The store keeps the event's time to the microsecond; the body says what it keeps.
+    let at = missive_store::truncate_to_micros(at);
+    seats
+        .into_iter()
+        .map(|seat| Notification {
+            seat,
+            body: your_turn_body(match_id, seq, seat, at),
+        })
+        .collect()
 }
 
 /// The signature header's value for `body` sent at `timestamp` (unix seconds).
@@ -386,6 +436,39 @@ mod tests {
         for n in 1..8 {
             assert!(s.backoff(n + 1, 0.999) >= s.backoff(n, 0.0), "{n}");
         }
+    }
+
+    #[test]
+    fn bodies_are_these_exact_bytes() {
+        let id: MatchId = "0b9e6c1e-5a4f-4d2b-9c3e-7f1a2b3c4d5e"
+            .parse()
+            .expect("uuid");
+        let at = DateTime::parse_from_rfc3339("2026-01-02T03:04:05.678901234Z")
+            .expect("time")
+            .with_timezone(&Utc);
+        let due_at = at + chrono::Duration::seconds(30);
+        assert_eq!(
+            your_turn_body(id, 7, 1, at),
+            r#"{"at":"2026-01-02T03:04:05.678901Z","matchId":"0b9e6c1e-5a4f-4d2b-9c3e-7f1a2b3c4d5e","seat":1,"type":"your_turn","version":7}"#
+        );
+        assert_eq!(
+            your_turn(id, 7, at, [1]),
+            [Notification {
+                seat: 1,
+                body: your_turn_body(id, 7, 1, at)
+            }]
+        );
+        let reminder = Reminder {
+            match_id: id,
+            seq: 7,
+            seat: 2,
+            due_at,
+            remind_at: at,
+        };
+        assert_eq!(
+            turn_reminder_body(&reminder),
+            r#"{"at":"2026-01-02T03:04:05.678901Z","dueAt":"2026-01-02T03:04:35.678901Z","matchId":"0b9e6c1e-5a4f-4d2b-9c3e-7f1a2b3c4d5e","seat":2,"type":"turn_reminder","version":7}"#
+        );
     }
 
     #[test]

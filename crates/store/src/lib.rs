@@ -51,10 +51,22 @@
 //!
 //! An auditor recomputes `hash[n] = SHA-256(hash[n-1] ‖ canonical_bytes(event n))` from the
 //! stored columns alone.
+//!
+//! # Code map
+//! - `lib.rs`: the public types and [`Store`], which checks what it is given and hands each call
+//!   to its backend; `backend.rs`: the operations every backend implements.
+//! - `postgres/` and `sqlite/`: one folder per backend, with the same files for the same things:
+//!   `mod.rs` (connecting, errors, the backend's operations), `matches.rs` (match rows and
+//!   seats), `events.rs` (appends, reads, loads, snapshots), `turns.rs` (pending turns and
+//!   reminders), `outbox.rs` (webhooks and their notifications). Only PostgreSQL has `batch.rs`
+//!   (the group commit) and `notify.rs` (append announcements across processes).
+//! - `rows.rs`: the rows both backends read and the column structs they bind; `canonical.rs`:
+//!   the canonical bytes and the hash chain; `turns.rs` and `outbox.rs`: what both backends
+//!   share about pending turns and the outbox, and the outbox's public types.
+//! - `migrations/` at the workspace root: each backend's schema; its README lists what differs.
 
-mod batch;
+mod backend;
 mod canonical;
-mod notify;
 mod outbox;
 mod postgres;
 mod rows;
@@ -65,13 +77,15 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use batch::GroupCommit;
+use backend::Backend;
+
 pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
-pub use notify::{Listener, NOTIFY_CHANNEL, Notice};
 pub use outbox::{
-    Attempt, Delivery, DeliveryKey, DeliveryRecord, NotificationKind, REMOVED, Webhook,
-    turn_reminder_body, your_turn_body,
+    Attempt, Delivery, DeliveryKey, DeliveryRecord, Notification, NotificationKind, REMOVED,
+    Reminder, Webhook,
 };
+pub use postgres::GroupCommit;
+pub use postgres::notify::{Listener, NOTIFY_CHANNEL, Notice};
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;
@@ -250,10 +264,10 @@ pub struct MatchUpdate {
     /// leaves them alone (matches with no deadlines and no bots), keeping the append a plain
     /// insert.
     pub turns: Option<Vec<PendingTurn>>,
-    /// Seats this append makes awaited: each that has a webhook gets a "your turn"
-    /// notification queued in the outbox, written with the events or not at all. Ignored by
-    /// an append without events.
-    pub notify: Vec<u8>,
+    /// Seats this append makes awaited, with the "your turn" payload each is posted about the
+    /// append's last event: each seat that has a webhook gets it queued in the outbox, written
+    /// with the events or not at all. Ignored by an append without events.
+    pub notify: Vec<Notification>,
 }
 
 /// A seat the server will act for unless the seat acts first: a human seat's turn deadline
@@ -369,7 +383,7 @@ impl MatchFilter {
     /// The largest page size served.
     pub const MAX_LIMIT: u32 = 1000;
 
-    fn effective_limit(&self) -> i64 {
+    pub(crate) fn effective_limit(&self) -> i64 {
         let limit = if self.limit == 0 {
             Self::DEFAULT_LIMIT
         } else {
@@ -413,7 +427,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// Maps a driver error; callers handle the unique violations they expect before this.
-    fn from_sqlx(err: sqlx::Error) -> StoreError {
+    pub(crate) fn from_sqlx(err: sqlx::Error) -> StoreError {
         match err {
             sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
                 StoreError::Unavailable(err.to_string())
@@ -463,16 +477,28 @@ impl Default for StoreOptions {
     }
 }
 
+/// The backend a [`Store`] talks to.
 #[derive(Debug, Clone)]
-enum Backend {
+enum Backends {
     Postgres(postgres::Pg),
-    Sqlite(sqlx::SqlitePool),
+    Sqlite(sqlite::Sqlite),
+}
+
+/// Runs `$call` with `$b` bound to the store's backend, whichever it is: the one place a call
+/// chooses a backend (each arm is the same code, checked against [`backend::Backend`]).
+macro_rules! with_backend {
+    ($store:expr, $b:ident => $call:expr) => {
+        match &$store.backend {
+            $crate::Backends::Postgres($b) => $call,
+            $crate::Backends::Sqlite($b) => $call,
+        }
+    };
 }
 
 /// The event store. Cheap to clone: clones share the connection pool.
 #[derive(Debug, Clone)]
 pub struct Store {
-    backend: Backend,
+    backend: Backends,
     options: StoreOptions,
 }
 
@@ -481,9 +507,9 @@ impl Store {
     /// the backend's migrations.
     pub async fn connect(url: &str, options: StoreOptions) -> Result<Store, StoreError> {
         let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Backend::Postgres(postgres::connect(url, &options).await?)
+            Backends::Postgres(postgres::connect(url, &options).await?)
         } else if url.starts_with("sqlite:") {
-            Backend::Sqlite(sqlite::connect(url, &options).await?)
+            Backends::Sqlite(sqlite::connect(url, &options).await?)
         } else {
             return Err(StoreError::Internal(format!(
                 "unsupported database url scheme (want postgres:// or sqlite://): {}",
@@ -501,18 +527,7 @@ impl Store {
 
     /// Whether the database answers a query now: one round trip, whatever the matches.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => sqlx::query("SELECT 1")
-                .execute(&pg.pool)
-                .await
-                .map(drop)
-                .map_err(StoreError::from_sqlx),
-            Backend::Sqlite(pool) => sqlx::query("SELECT 1")
-                .execute(pool)
-                .await
-                .map(drop)
-                .map_err(sqlite::db),
-        }
+        with_backend!(self, b => b.ping().await)
     }
 
     /// How many events apart the caller should write snapshots.
@@ -522,32 +537,23 @@ impl Store {
 
     /// The backend's name, `postgres` or `sqlite`.
     pub fn backend_name(&self) -> &'static str {
-        match self.backend {
-            Backend::Postgres(_) => "postgres",
-            Backend::Sqlite(_) => "sqlite",
+        fn name<B: Backend>(_: &B) -> &'static str {
+            B::NAME
         }
+        with_backend!(self, b => name(b))
     }
 
     /// What the group commit of single-event appends has written (PostgreSQL); `None` on
     /// SQLite, where each append is its own transaction.
     pub fn group_commit(&self) -> Option<GroupCommit> {
-        match &self.backend {
-            Backend::Postgres(pg) => Some(pg.group_commit()),
-            Backend::Sqlite(_) => None,
-        }
+        with_backend!(self, b => b.group_commit())
     }
 
     /// A listener for the appends every process (this one included) makes to this database,
     /// on PostgreSQL with [`StoreOptions::notify`] on; `None` otherwise (SQLite has one writer
     /// process, so nothing to hear). It connects on its first [`Listener::next`].
     pub fn listener(&self) -> Option<Listener> {
-        match &self.backend {
-            Backend::Postgres(pg) if self.options.notify => Some(Listener::new(
-                &pg.pool.connect_options(),
-                self.options.acquire_timeout,
-            )),
-            _ => None,
-        }
+        with_backend!(self, b => b.listener(&self.options))
     }
 
     /// Creates the match row, its seats (empty, or as `m.start` fills them), its first events
@@ -569,36 +575,24 @@ impl Store {
         check_match(&m)?;
         check_events(&first)?;
         let events = chain(m.id, 0, &GENESIS_HASH, first);
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::create_match(pg, &m, &events).await?,
-            Backend::Sqlite(pool) => sqlite::create_match(pool, &m, &events).await?,
-        }
+        with_backend!(self, b => b.create_match(&m, &events).await)?;
         let record = self.get_match(m.id).await?;
         Ok((record, events))
     }
 
     /// The match row and its seats.
     pub async fn get_match(&self, id: MatchId) -> Result<MatchRecord, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::get_match(&pg.pool, id).await,
-            Backend::Sqlite(pool) => sqlite::get_match(pool, id).await,
-        }
+        with_backend!(self, b => b.get_match(id).await)
     }
 
     /// The match's secret seed, for the server to replay; reveal it only once the match is over.
     pub async fn seed(&self, id: MatchId) -> Result<[u8; 32], StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::seed(&pg.pool, id).await,
-            Backend::Sqlite(pool) => sqlite::seed(pool, id).await,
-        }
+        with_backend!(self, b => b.seed(id).await)
     }
 
     /// Matches passing the filter, ordered by id.
     pub async fn list_matches(&self, filter: &MatchFilter) -> Result<Vec<MatchRecord>, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::list_matches(&pg.pool, filter).await,
-            Backend::Sqlite(pool) => sqlite::list_matches(pool, filter).await,
-        }
+        with_backend!(self, b => b.list_matches(filter).await)
     }
 
     /// Appends `events` after `expected_version`, applying `update` atomically with them.
@@ -615,14 +609,7 @@ impl Store {
     ) -> Result<Appended, StoreError> {
         check_events(&events)?;
         check_seats(&update.seats)?;
-        match &self.backend {
-            Backend::Postgres(pg) => {
-                postgres::append(pg, id, expected_version, events, &update).await
-            }
-            Backend::Sqlite(pool) => {
-                sqlite::append(pool, id, expected_version, events, &update).await
-            }
-        }
+        with_backend!(self, b => b.append(id, expected_version, events, &update).await)
     }
 
     /// Up to `limit` events with `seq > after_seq`, in order.
@@ -634,27 +621,18 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         // No seq is beyond what both backends store: asking after it finds nothing.
         let after_seq = after_seq.min(MAX_STORED);
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::read_events(&pg.pool, id, after_seq, limit).await,
-            Backend::Sqlite(pool) => sqlite::read_events(pool, id, after_seq, limit).await,
-        }
+        with_backend!(self, b => b.read_events(id, after_seq, limit).await)
     }
 
     /// The match row, the newest snapshot written by `rules_version` (snapshots of other
     /// versions are ignored) and every event after it.
     pub async fn load(&self, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::load(pg, id, rules_version).await,
-            Backend::Sqlite(pool) => sqlite::load(pool, id, rules_version).await,
-        }
+        with_backend!(self, b => b.load(id, rules_version).await)
     }
 
     /// Stores a snapshot, replacing any snapshot at the same seq.
     pub async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => postgres::put_snapshot(&pg.pool, id, snapshot).await,
-            Backend::Sqlite(pool) => sqlite::put_snapshot(pool, id, snapshot).await,
-        }
+        with_backend!(self, b => b.put_snapshot(id, snapshot).await)
     }
 
     /// Claims up to `limit` pending turns due at `now` that no unexpired lease holds, oldest
@@ -667,38 +645,32 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<TurnRecord>, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => turns::pg_claim(&pg.pool, now, lease_until, limit).await,
-            Backend::Sqlite(pool) => turns::sqlite_claim(pool, now, lease_until, limit).await,
-        }
+        with_backend!(self, b => b.claim_turns(now, lease_until, limit).await)
     }
 
     /// Deletes the match's pending turn for `seat` if it is still the one awaited after
     /// `version` (the match moved on without it: nothing is left to do). True if deleted.
     pub async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => turns::pg_drop(&pg.pool, id, seat, version).await,
-            Backend::Sqlite(pool) => turns::sqlite_drop(pool, id, seat, version).await,
-        }
+        with_backend!(self, b => b.drop_turn(id, seat, version).await)
     }
 
     /// Queues the reminders due at `now`, at most `limit`: each pending turn whose `remind_at`
     /// has passed gets it cleared and, if its seat has a webhook and its deadline is still
-    /// ahead, a "turn_reminder" notification in the outbox, in one transaction. Concurrent
-    /// callers (other replicas) never queue one reminder twice. Returns how many were queued.
-    pub async fn queue_reminders(&self, now: DateTime<Utc>, limit: u32) -> Result<u32, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => turns::pg_remind(&pg.pool, now, limit).await,
-            Backend::Sqlite(pool) => turns::sqlite_remind(pool, now, limit).await,
-        }
+    /// ahead, a "turn_reminder" notification in the outbox, its payload rendered by `body`, in
+    /// one transaction. Concurrent callers (other replicas) never queue one reminder twice.
+    /// Returns how many were queued.
+    pub async fn queue_reminders(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        body: impl Fn(&Reminder) -> String + Send + Sync,
+    ) -> Result<u32, StoreError> {
+        with_backend!(self, b => b.queue_reminders(now, limit, &body).await)
     }
 
     /// The match's pending turns, by seat.
     pub async fn turns(&self, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
-        match &self.backend {
-            Backend::Postgres(pg) => turns::pg_list(&pg.pool, id).await,
-            Backend::Sqlite(pool) => turns::sqlite_list(pool, id).await,
-        }
+        with_backend!(self, b => b.turns(id).await)
     }
 
     /// The shared key called `name`: the one stored, or `candidate` if none was (it is then
@@ -710,38 +682,67 @@ impl Store {
         candidate: [u8; 32],
     ) -> Result<[u8; 32], StoreError> {
         check_text("a key name", name)?;
-        let key: Vec<u8> = match &self.backend {
-            Backend::Postgres(pg) => {
-                sqlx::query(
-                    "INSERT INTO server_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-                )
-                .bind(name)
-                .bind(candidate.as_slice())
-                .execute(&pg.pool)
-                .await
-                .map_err(StoreError::from_sqlx)?;
-                sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
-                    .bind(name)
-                    .fetch_one(&pg.pool)
-                    .await
-                    .map_err(StoreError::from_sqlx)?
-            }
-            Backend::Sqlite(pool) => {
-                sqlx::query("INSERT INTO server_keys (name, key) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
-                    .bind(name)
-                    .bind(candidate.as_slice())
-                    .execute(pool)
-                    .await
-                    .map_err(sqlite::db)?;
-                sqlx::query_scalar("SELECT key FROM server_keys WHERE name = ?1")
-                    .bind(name)
-                    .fetch_one(pool)
-                    .await
-                    .map_err(sqlite::db)?
-            }
-        };
+        let key = with_backend!(self, b => b.server_key(name, candidate).await)?;
         key.try_into()
             .map_err(|_| StoreError::Corrupt(format!("server key {name:?} is not 32 bytes")))
+    }
+
+    /// Registers (or replaces) `seat`'s webhook. Notifications already queued for the seat go
+    /// to the new URL, signed with the new secret.
+    pub async fn set_webhook(
+        &self,
+        id: MatchId,
+        seat: u8,
+        url: &str,
+        secret: [u8; 32],
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        with_backend!(self, b => b.set_webhook(id, seat, url, secret, now).await)
+    }
+
+    /// Removes `seat`'s webhook and gives up the notifications still queued for it (their
+    /// `last_error` says why). Returns whether there was one.
+    pub async fn remove_webhook(&self, id: MatchId, seat: u8) -> Result<bool, StoreError> {
+        with_backend!(self, b => b.remove_webhook(id, seat).await)
+    }
+
+    /// `seat`'s webhook, if it has one.
+    pub async fn webhook(&self, id: MatchId, seat: u8) -> Result<Option<Webhook>, StoreError> {
+        with_backend!(self, b => b.webhook(id, seat).await)
+    }
+
+    /// Claims up to `limit` due notifications, of any match, until `lease_until`: no other
+    /// worker claims them before then. Each comes with its seat's current webhook URL and
+    /// secret (no secret when the webhook has been removed).
+    pub async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        with_backend!(self, b => b.claim_deliveries(now, lease_until, limit).await)
+    }
+
+    /// Records one attempt at a claimed notification: delivered, or failed and retried at
+    /// `retry_at` (or given up). A row already delivered is left as it is.
+    pub async fn record_delivery(
+        &self,
+        key: DeliveryKey,
+        attempt: &Attempt,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        with_backend!(self, b => b.record_delivery(key, attempt, now).await)
+    }
+
+    /// The delivery records of a match, optionally of one seat, newest event first, at most
+    /// `limit`.
+    pub async fn deliveries(
+        &self,
+        id: MatchId,
+        seat: Option<u8>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryRecord>, StoreError> {
+        with_backend!(self, b => b.deliveries(id, seat, limit).await)
     }
 
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.

@@ -1,12 +1,314 @@
 //! Rows as both backends return them, and their checked conversion to the public types.
 //!
 //! Both backends select the same column names with types both can decode (match ids and JSON
-//! as text, small integers as `i16`/`i32`, times as `DateTime<Utc>`), so one set of row types
-//! and one set of checks serve both.
+//! as text, small integers as `i16`/`i32`, event and match times as `DateTime<Utc>`, the times
+//! of turns and the outbox as [`Time`]), so one set of row types and one set of checks serve
+//! both.
 
 use chrono::{DateTime, Utc};
+use sqlx::encode::IsNull;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgTypeInfo, PgValueRef};
+use sqlx::query::{Query, QueryAs, QueryScalar};
+use sqlx::sqlite::{SqliteArgumentValue, SqliteTypeInfo, SqliteValueRef};
+use sqlx::{Database, Decode, Encode, Postgres, Sqlite, Type};
 
-use crate::{MatchId, MatchRecord, MatchStatus, SeatRecord, Snapshot, StoreError, StoredEvent};
+use crate::{
+    Delivery, DeliveryKey, DeliveryRecord, MatchId, MatchRecord, MatchStatus, NotificationKind,
+    SeatRecord, Snapshot, StoreError, StoredEvent, TurnRecord, Webhook,
+};
+
+/// A group of a statement's parameters (a column struct), bound in the order of their
+/// placeholders: statements bind through these rather than through long hand-written chains.
+pub(crate) trait Params<DB: Database> {
+    /// Binds every value of the group, in order.
+    fn bind_to<'q, Q: Binds<'q, DB>>(self, query: Q) -> Q;
+}
+
+/// A statement that takes parameters: a query, whatever its rows are read as.
+pub(crate) trait Binds<'q, DB: Database>: Sized {
+    /// Binds the next parameter.
+    fn value<T: 'q + Encode<'q, DB> + Type<DB>>(self, value: T) -> Self;
+
+    /// Binds a group of parameters.
+    fn params(self, params: impl Params<DB>) -> Self {
+        params.bind_to(self)
+    }
+}
+
+impl<'q, DB: Database> Binds<'q, DB> for Query<'q, DB, <DB as Database>::Arguments<'q>> {
+    fn value<T: 'q + Encode<'q, DB> + Type<DB>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q, DB: Database, O> Binds<'q, DB> for QueryAs<'q, DB, O, <DB as Database>::Arguments<'q>> {
+    fn value<T: 'q + Encode<'q, DB> + Type<DB>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q, DB: Database, O> Binds<'q, DB>
+    for QueryScalar<'q, DB, O, <DB as Database>::Arguments<'q>>
+{
+    fn value<T: 'q + Encode<'q, DB> + Type<DB>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+/// Implements [`Params`] on both backends for a column struct whose values both can bind.
+macro_rules! params_on_both {
+    ($ty:ty, |$this:ident, $query:ident| $bind:expr) => {
+        impl $crate::rows::Params<sqlx::Postgres> for $ty {
+            fn bind_to<'q, Q: $crate::rows::Binds<'q, sqlx::Postgres>>(self, $query: Q) -> Q {
+                let $this = self;
+                $bind
+            }
+        }
+        impl $crate::rows::Params<sqlx::Sqlite> for $ty {
+            fn bind_to<'q, Q: $crate::rows::Binds<'q, sqlx::Sqlite>>(self, $query: Q) -> Q {
+                let $this = self;
+                $bind
+            }
+        }
+    };
+}
+
+/// A new match row, in the order of its columns.
+#[derive(Debug)]
+pub(crate) struct MatchValues {
+    id: String,
+    kind: String,
+    config: String,
+    rules_version: i32,
+    seat_count: i16,
+    status: &'static str,
+    seed: Vec<u8>,
+    seed_hash: Vec<u8>,
+    turn_timeout_secs: Option<i32>,
+    turn_reminder_secs: Option<i32>,
+    version: i64,
+    last_hash: Vec<u8>,
+    created_at: DateTime<Utc>,
+}
+
+impl MatchValues {
+    pub(crate) fn new(
+        m: &crate::NewMatch,
+        events: &[StoredEvent],
+    ) -> Result<MatchValues, StoreError> {
+        let secs = |s: Option<u32>| s.map(|t| i32::try_from(t).unwrap_or(i32::MAX));
+        Ok(MatchValues {
+            id: m.id.to_string(),
+            kind: m.kind.clone(),
+            config: crate::canonical_json(&m.config),
+            rules_version: i32::try_from(m.rules_version)
+                .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
+            seat_count: i16::from(m.seat_count),
+            status: m.start.status.unwrap_or(crate::MatchStatus::Open).as_str(),
+            seed: m.seed.to_vec(),
+            seed_hash: m.seed_hash.to_vec(),
+            turn_timeout_secs: secs(m.turn_timeout_secs),
+            turn_reminder_secs: secs(m.turn_reminder_secs),
+            version: to_i64(events.last().map_or(0, |e| e.seq))?,
+            last_hash: events
+                .last()
+                .map_or(crate::GENESIS_HASH, |e| e.hash)
+                .to_vec(),
+            created_at: crate::truncate_to_micros(m.created_at),
+        })
+    }
+}
+
+params_on_both!(MatchValues, |m, query| query
+    .value(m.id)
+    .value(m.kind)
+    .value(m.config)
+    .value(m.rules_version)
+    .value(m.seat_count)
+    .value(m.status)
+    .value(m.seed)
+    .value(m.seed_hash)
+    .value(m.turn_timeout_secs)
+    .value(m.turn_reminder_secs)
+    .value(m.version)
+    .value(m.last_hash)
+    .value(m.created_at));
+
+/// One event's row, in the order of the events table's columns after `match_id`: the first
+/// event of a request carries `request_last`.
+#[derive(Debug)]
+pub(crate) struct EventValues {
+    match_id: String,
+    seq: i64,
+    kind: String,
+    actor: Option<i16>,
+    request_id: Option<String>,
+    request_last: Option<i64>,
+    payload: String,
+    at: DateTime<Utc>,
+    prev_hash: Vec<u8>,
+    hash: Vec<u8>,
+}
+
+impl EventValues {
+    pub(crate) fn new(ev: &StoredEvent, request_last: Option<i64>) -> EventValues {
+        EventValues {
+            match_id: ev.match_id.to_string(),
+            seq: i64::try_from(ev.seq).unwrap_or(i64::MAX),
+            kind: ev.kind.clone(),
+            actor: ev.actor.map(i16::from),
+            request_id: ev.request_id.clone(),
+            request_last,
+            payload: crate::canonical_json(&ev.payload),
+            at: ev.at,
+            prev_hash: ev.prev_hash.to_vec(),
+            hash: ev.hash.to_vec(),
+        }
+    }
+}
+
+params_on_both!(EventValues, |e, query| query
+    .value(e.match_id)
+    .value(e.seq)
+    .value(e.kind)
+    .value(e.actor)
+    .value(e.request_id)
+    .value(e.request_last)
+    .value(e.payload)
+    .value(e.at)
+    .value(e.prev_hash)
+    .value(e.hash));
+
+/// An outbox row's key: the match (cast to `uuid` on PostgreSQL), seq, seat and kind.
+#[derive(Debug)]
+pub(crate) struct KeyValues {
+    pub(crate) match_id: String,
+    pub(crate) seq: i64,
+    pub(crate) seat: i16,
+    pub(crate) kind: &'static str,
+}
+
+impl KeyValues {
+    pub(crate) fn new(key: &DeliveryKey) -> Result<KeyValues, StoreError> {
+        Ok(KeyValues {
+            match_id: key.match_id.to_string(),
+            seq: to_i64(key.seq)?,
+            seat: i16::from(key.seat),
+            kind: key.kind.as_str(),
+        })
+    }
+}
+
+params_on_both!(KeyValues, |k, q| q
+    .value(k.match_id)
+    .value(k.seq)
+    .value(k.seat)
+    .value(k.kind));
+
+/// What one delivery attempt writes: when it was delivered, when to try again, the status the
+/// receiver answered and the error.
+#[derive(Debug)]
+pub(crate) struct AttemptValues {
+    pub(crate) delivered_at: Option<Time>,
+    pub(crate) retry_at: Option<Time>,
+    pub(crate) status: Option<i32>,
+    pub(crate) error: Option<String>,
+}
+
+impl AttemptValues {
+    pub(crate) fn new(attempt: &crate::Attempt, now: DateTime<Utc>) -> AttemptValues {
+        match attempt {
+            crate::Attempt::Delivered { status } => AttemptValues {
+                delivered_at: Some(now.into()),
+                retry_at: None,
+                status: Some(i32::from(*status)),
+                error: None,
+            },
+            crate::Attempt::Failed {
+                status,
+                error,
+                retry_at,
+            } => AttemptValues {
+                delivered_at: None,
+                retry_at: retry_at.map(Time::from),
+                status: status.map(i32::from),
+                error: Some(error.clone()),
+            },
+        }
+    }
+}
+
+params_on_both!(AttemptValues, |a, q| q
+    .value(a.delivered_at)
+    .value(a.retry_at)
+    .value(a.status)
+    .value(a.error));
+
+/// A time column of the turns and the outbox, to the microsecond: `timestamptz` on PostgreSQL,
+/// integer microseconds since the Unix epoch on SQLite (so that due rows are found by
+/// comparing numbers). Made from a time, it drops what is finer than a microsecond, as
+/// PostgreSQL would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Time(pub(crate) DateTime<Utc>);
+
+impl From<DateTime<Utc>> for Time {
+    fn from(at: DateTime<Utc>) -> Time {
+        Time(crate::truncate_to_micros(at))
+    }
+}
+
+impl Type<Postgres> for Time {
+    fn type_info() -> PgTypeInfo {
+        <DateTime<Utc> as Type<Postgres>>::type_info()
+    }
+}
+
+impl Encode<'_, Postgres> for Time {
+    fn encode_by_ref(
+        &self,
+        buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<IsNull, BoxDynError> {
+        <DateTime<Utc> as Encode<Postgres>>::encode_by_ref(&self.0, buf)
+    }
+}
+
+impl Decode<'_, Postgres> for Time {
+    fn decode(value: PgValueRef<'_>) -> Result<Time, BoxDynError> {
+        Ok(Time(<DateTime<Utc> as Decode<Postgres>>::decode(value)?))
+    }
+}
+
+impl sqlx::postgres::PgHasArrayType for Time {
+    fn array_type_info() -> PgTypeInfo {
+        <DateTime<Utc> as sqlx::postgres::PgHasArrayType>::array_type_info()
+    }
+}
+
+impl Type<Sqlite> for Time {
+    fn type_info() -> SqliteTypeInfo {
+        <i64 as Type<Sqlite>>::type_info()
+    }
+
+    fn compatible(ty: &SqliteTypeInfo) -> bool {
+        <i64 as Type<Sqlite>>::compatible(ty)
+    }
+}
+
+impl<'q> Encode<'q, Sqlite> for Time {
+    fn encode_by_ref(&self, buf: &mut Vec<SqliteArgumentValue<'q>>) -> Result<IsNull, BoxDynError> {
+        <i64 as Encode<Sqlite>>::encode(self.0.timestamp_micros(), buf)
+    }
+}
+
+impl Decode<'_, Sqlite> for Time {
+    fn decode(value: SqliteValueRef<'_>) -> Result<Time, BoxDynError> {
+        let us = <i64 as Decode<Sqlite>>::decode(value)?;
+        DateTime::from_timestamp_micros(us)
+            .map(Time)
+            .ok_or_else(|| format!("time {us} out of range").into())
+    }
+}
 
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct MatchRow {
@@ -109,11 +411,11 @@ pub(crate) fn parse_id(text: &str) -> Result<MatchId, StoreError> {
     MatchId::parse_str(text).map_err(|e| StoreError::Corrupt(format!("match id {text:?}: {e}")))
 }
 
-fn small(value: i64, what: &str) -> Result<u8, StoreError> {
+pub(crate) fn small(value: i64, what: &str) -> Result<u8, StoreError> {
     u8::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} out of range")))
 }
 
-fn unsigned(value: i64, what: &str) -> Result<u64, StoreError> {
+pub(crate) fn unsigned(value: i64, what: &str) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Corrupt(format!("{what} {value} is negative")))
 }
 
@@ -244,5 +546,145 @@ impl HeadRow {
             ))),
             _ => Ok(None),
         }
+    }
+}
+
+/// A pending turn, as both backends select it.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct TurnRow {
+    pub(crate) match_id: String,
+    pub(crate) seat: i16,
+    pub(crate) version: i64,
+    pub(crate) due_at: Time,
+    pub(crate) remind_at: Option<Time>,
+    pub(crate) bot: Option<String>,
+    pub(crate) lease_until: Option<Time>,
+}
+
+impl TurnRow {
+    pub(crate) fn into_record(self) -> Result<TurnRecord, StoreError> {
+        Ok(TurnRecord {
+            match_id: parse_id(&self.match_id)?,
+            seat: small(self.seat.into(), "turn seat")?,
+            version: unsigned(self.version, "turn version")?,
+            due_at: self.due_at.0,
+            remind_at: self.remind_at.map(|t| t.0),
+            bot: self.bot,
+            lease_until: self.lease_until.map(|t| t.0),
+        })
+    }
+}
+
+/// A reminder that fell due, with its seat's webhook URL if it has one.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ReminderRow {
+    pub(crate) match_id: String,
+    pub(crate) seat: i16,
+    pub(crate) version: i64,
+    pub(crate) due_at: Time,
+    pub(crate) remind_at: Time,
+    pub(crate) url: Option<String>,
+}
+
+/// A seat's webhook.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct WebhookRow {
+    pub(crate) match_id: String,
+    pub(crate) seat: i16,
+    pub(crate) url: String,
+    pub(crate) secret: Vec<u8>,
+    pub(crate) created_at: Time,
+}
+
+impl WebhookRow {
+    pub(crate) fn into_webhook(self) -> Result<Webhook, StoreError> {
+        Ok(Webhook {
+            match_id: parse_id(&self.match_id)?,
+            seat: small(self.seat.into(), "seat")?,
+            url: self.url,
+            secret: hash32(&self.secret, "webhook secret")?,
+            created_at: self.created_at.0,
+        })
+    }
+}
+
+/// The key columns of an outbox row.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct KeyRow {
+    pub(crate) match_id: String,
+    pub(crate) seq: i64,
+    pub(crate) seat: i16,
+    pub(crate) kind: String,
+}
+
+impl KeyRow {
+    fn into_key(self) -> Result<DeliveryKey, StoreError> {
+        Ok(DeliveryKey {
+            match_id: parse_id(&self.match_id)?,
+            seq: unsigned(self.seq, "seq")?,
+            seat: small(self.seat.into(), "seat")?,
+            kind: NotificationKind::parse(&self.kind)?,
+        })
+    }
+}
+
+/// An outbox row as claimed, with its seat's current secret.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct ClaimRow {
+    #[sqlx(flatten)]
+    pub(crate) key: KeyRow,
+    pub(crate) url: String,
+    pub(crate) body: String,
+    pub(crate) attempts: i32,
+    pub(crate) secret: Option<Vec<u8>>,
+}
+
+impl ClaimRow {
+    pub(crate) fn into_delivery(self) -> Result<Delivery, StoreError> {
+        Ok(Delivery {
+            key: self.key.into_key()?,
+            url: self.url,
+            body: self.body,
+            secret: self
+                .secret
+                .map(|s| hash32(&s, "webhook secret"))
+                .transpose()?,
+            attempts: u32::try_from(self.attempts).unwrap_or(u32::MAX),
+        })
+    }
+}
+
+/// An outbox row, as the delivery record.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct RecordRow {
+    #[sqlx(flatten)]
+    pub(crate) key: KeyRow,
+    pub(crate) url: String,
+    pub(crate) body: String,
+    pub(crate) attempts: i32,
+    pub(crate) next_attempt_at: Option<Time>,
+    pub(crate) delivered_at: Option<Time>,
+    pub(crate) last_status: Option<i32>,
+    pub(crate) last_error: Option<String>,
+    pub(crate) created_at: Time,
+}
+
+/// The columns of a [`RecordRow`], the same on both backends but for the match id.
+pub(crate) const RECORD_COLUMNS: &str = "seq, seat, kind, url, body, attempts, next_attempt_at, \
+    delivered_at, last_status, last_error, created_at";
+
+impl RecordRow {
+    pub(crate) fn into_record(self) -> Result<DeliveryRecord, StoreError> {
+        Ok(DeliveryRecord {
+            key: self.key.into_key()?,
+            url: self.url,
+            body: self.body,
+            attempts: u32::try_from(self.attempts).unwrap_or(u32::MAX),
+            next_attempt_at: self.next_attempt_at.map(|t| t.0),
+            delivered_at: self.delivered_at.map(|t| t.0),
+            last_status: self.last_status.and_then(|s| u16::try_from(s).ok()),
+            last_error: self.last_error,
+            created_at: self.created_at.0,
+        })
     }
 }

@@ -8,9 +8,8 @@ use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
 use missive_store::{
     Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate,
-    NewEvent, NewMatch, NotificationKind, PendingTurn, REMOVED, SeatRecord, Snapshot, Store,
-    StoreError, StoreOptions, canonical_bytes, event_hash, truncate_to_micros, turn_reminder_body,
-    your_turn_body,
+    NewEvent, NewMatch, Notification, NotificationKind, PendingTurn, REMOVED, Reminder, SeatRecord,
+    Snapshot, Store, StoreError, StoreOptions, canonical_bytes, event_hash, truncate_to_micros,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -1336,6 +1335,18 @@ mod checks {
     }
 
     /// An update that makes the match's pending turns exactly `turns`.
+    /// A reminder's payload, as the test renders it: every field the store hands over.
+    fn remind(r: &Reminder) -> String {
+        json!({
+            "match": r.match_id.to_string(),
+            "seq": r.seq,
+            "seat": r.seat,
+            "due": r.due_at.to_rfc3339(),
+            "at": r.remind_at.to_rfc3339(),
+        })
+        .to_string()
+    }
+
     fn turns(turns: Vec<PendingTurn>) -> MatchUpdate {
         MatchUpdate {
             turns: Some(turns),
@@ -1367,12 +1378,12 @@ mod checks {
             [50, 40, 50].map(|t| Some(truncate_to_micros(at(t)))),
         );
         assert_eq!(
-            h.store.queue_reminders(at(39), 10).await?,
+            h.store.queue_reminders(at(39), 10, remind).await?,
             0,
             "none due yet"
         );
         assert!(h.store.deliveries(id, None, 10).await?.is_empty());
-        assert_eq!(h.store.queue_reminders(at(70), 10).await?, 1);
+        assert_eq!(h.store.queue_reminders(at(70), 10, remind).await?, 1);
         let rows = h.store.deliveries(id, None, 10).await?;
         assert_eq!(rows.len(), 1, "{rows:?}");
         let row = &rows[0];
@@ -1388,16 +1399,14 @@ mod checks {
         assert_eq!(row.url, "http://a.example/hook");
         assert_eq!(
             row.body,
-            turn_reminder_body(
-                id,
-                2,
-                0,
-                truncate_to_micros(at(100)),
-                truncate_to_micros(at(50))
-            )
+            remind(&Reminder {
+                match_id: id,
+                seq: 2,
+                seat: 0,
+                due_at: truncate_to_micros(at(100)),
+                remind_at: truncate_to_micros(at(50)),
+            })
         );
-        let body: serde_json::Value = serde_json::from_str(&row.body)?;
-        assert_eq!(body["type"], "turn_reminder");
         assert_eq!(row.next_attempt_at, Some(truncate_to_micros(at(50))));
         // Every due reminder was cleared, sent or not; none is queued again.
         assert!(
@@ -1407,7 +1416,7 @@ mod checks {
                 .iter()
                 .all(|t| t.remind_at.is_none())
         );
-        assert_eq!(h.store.queue_reminders(at(80), 10).await?, 0);
+        assert_eq!(h.store.queue_reminders(at(80), 10, remind).await?, 0);
         assert_eq!(h.store.deliveries(id, None, 10).await?.len(), 1);
         // The reminder is claimed and recorded apart from a "your turn" of the same event.
         h.store
@@ -1458,7 +1467,7 @@ mod checks {
             .await?;
         let stored = h.store.turns(id).await?;
         assert_eq!(stored[0].remind_at, Some(truncate_to_micros(at(50))));
-        assert_eq!(h.store.queue_reminders(at(60), 10).await?, 1);
+        assert_eq!(h.store.queue_reminders(at(60), 10, remind).await?, 1);
         // Once sent, it is not rearmed by the next append that keeps the seat awaited...
         h.store
             .append(
@@ -1482,7 +1491,7 @@ mod checks {
             h.store.turns(id).await?[0].remind_at,
             Some(truncate_to_micros(at(350)))
         );
-        assert_eq!(h.store.queue_reminders(at(360), 10).await?, 1);
+        assert_eq!(h.store.queue_reminders(at(360), 10, remind).await?, 1);
         let seqs: Vec<_> = h
             .store
             .deliveries(id, None, 10)
@@ -1526,7 +1535,7 @@ mod checks {
             tasks.spawn(async move {
                 let mut queued = 0;
                 loop {
-                    match store.queue_reminders(at(60), 3).await? {
+                    match store.queue_reminders(at(60), 3, remind).await? {
                         0 => return anyhow::Ok(queued),
                         n => queued += n,
                     }
@@ -1601,9 +1610,25 @@ mod checks {
 
     fn notify(seats: &[u8]) -> MatchUpdate {
         MatchUpdate {
-            notify: seats.to_vec(),
+            notify: notes(seats),
             ..MatchUpdate::default()
         }
+    }
+
+    /// "Your turn" notifications with a payload of the test's own: the store keeps the bytes
+    /// it is given, whatever they say.
+    fn notes(seats: &[u8]) -> Vec<Notification> {
+        seats
+            .iter()
+            .map(|&seat| Notification {
+                seat,
+                body: note(seat),
+            })
+            .collect()
+    }
+
+    fn note(seat: u8) -> String {
+        format!("{{\"your turn\":{seat}}}")
     }
 
     pub(super) async fn an_append_queues_notifications_for_the_awaited_seats_with_webhooks(
@@ -1634,12 +1659,8 @@ mod checks {
             }
         );
         assert_eq!(row.url, "http://a.example/hook");
-        assert_eq!(row.body, your_turn_body(id, 2, 0, event.at));
-        let body: serde_json::Value = serde_json::from_str(&row.body)?;
-        assert_eq!(body["type"], "your_turn");
-        assert_eq!(body["seat"], 0);
-        assert_eq!(body["version"], 2);
-        assert_eq!(body["matchId"], id.to_string());
+        assert_eq!(row.body, note(0));
+        assert_eq!(row.key.seq, event.seq, "about the appended event");
         assert_eq!(row.attempts, 0);
         assert!(row.next_attempt_at.is_some_and(|t| t >= before));
         assert_eq!((row.delivered_at, row.last_status), (None, None));
@@ -1667,7 +1688,7 @@ mod checks {
                 vec![action(0, "r4", 4), action(0, "r5", 5)],
                 MatchUpdate {
                     status: Some(MatchStatus::Active),
-                    notify: vec![1, 0],
+                    notify: notes(&[1, 0, 1]),
                     ..MatchUpdate::default()
                 },
             )

@@ -249,10 +249,8 @@ impl Service {
                 notify: if over {
                     Vec::new()
                 } else {
-                    next.awaiting()
-                        .iter()
-                        .filter(|s| !before.contains(*s))
-                        .collect()
+                    let newly = next.awaiting().iter().filter(|s| !before.contains(*s));
+                    crate::webhooks::your_turn(id, live.record.version + 1, at, newly)
                 },
             };
             match self

@@ -147,7 +147,8 @@ impl Service {
                 ),
                 // The match starts: every seat it awaits is newly awaited.
                 notify: if starts {
-                    state.awaiting().iter().collect()
+                    let seq = live.record.version + 1;
+                    crate::webhooks::your_turn(id, seq, at, state.awaiting().iter())
                 } else {
                     Vec::new()
                 },

@@ -1,150 +1,50 @@
-//! The PostgreSQL backend.
-//!
-//! A match's head (version and last hash) is its last event: the `matches` row keeps only the
-//! head as of creation, and is written again only by appends that change the status or seats.
-//! An append is one read (the head, and whether the request id is already held) followed by one
-//! statement that inserts the events only if the expected previous event (seq and hash) exists,
-//! or for a match's first events the match row at version 0. The events primary key settles
-//! races for a seq, and a unique index over each request's first event (which carries
-//! `request_last`, the seq of the request's last event) settles races for a request id. Row
-//! locks live only inside that one statement, never across a round trip to the client; a writer
-//! that lost the race finds the head moved and gets a conflict (or, for a retried request, the
-//! original events).
+//! Events on PostgreSQL: the append (one read of the head, then one statement that writes the
+//! events only if the head is as expected, and with them the match row's changes, the pending
+//! turns and the webhook notifications), reads, loads and snapshots.
 //!
 //! Webhook notifications for the seats an append makes awaited are one more clause of the
 //! same statement ([`ENQUEUE_OUTBOX`]), so they exist exactly when the events do.
 //!
-//! The read is skipped when this process already knows the match's head: the server that wrote
-//! a match's last event usually writes its next one. The cached head is only a guess; the
-//! statement itself checks both version and last hash, so a stale guess costs a retry of the
-//! slow path, never a wrong write.
-//!
 //! The commonest append, one event that changes no match row and no pending turns, goes to the
-//! group commit instead ([`crate::batch`]): written with whatever other appends are waiting, in
+//! group commit instead ([`super::batch`]): written with whatever other appends are waiting, in
 //! one statement. Its head is one this process saw committed (it wrote or read it), and
 //! committed events never change, so there the primary key alone settles the race.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use chrono::{DateTime, Utc};
+use sqlx::{PgPool, Postgres};
 
-use chrono::Utc;
-use sqlx::PgPool;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-
-use crate::batch::{Batcher, Row};
-use crate::notify::Notifier;
-use crate::rows::{EventRow, HeadRow, MatchRow, MatchSeatRow, SeatRow, SnapshotRow, to_i64};
-use crate::turns::TurnColumns;
+use super::batch::Row;
+use super::matches::SeatColumns;
+use super::turns::TurnColumns;
+use super::{Pg, db, is_unique_violation};
+use crate::rows::{Binds, EventRow, HeadRow, Params, SnapshotRow, to_i64};
 use crate::{
-    Appended, Loaded, MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent,
-    NewMatch, Snapshot, StoreError, StoreOptions, StoredEvent, canonical_json, chain,
-    truncate_to_micros,
+    Appended, Loaded, MatchId, MatchUpdate, NewEvent, Snapshot, StoreError, StoredEvent,
+    canonical_json, chain,
 };
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
-
-/// A PostgreSQL store: the pool, the heads of the matches this process last wrote, and the
-/// sender of append notifications (when they are on).
-#[derive(Debug, Clone)]
-pub(crate) struct Pg {
-    pub(crate) pool: PgPool,
-    heads: Arc<HeadCache>,
-    notifier: Option<Notifier>,
-    batcher: Batcher,
-}
-
-/// `(version, last_hash)` per match, as last written or read by this process.
-#[derive(Debug, Default)]
-struct HeadCache(Mutex<HashMap<MatchId, (u64, [u8; 32])>>);
-
-impl HeadCache {
-    /// Bounds memory; forgetting heads only costs one extra read per match.
-    const CAPACITY: usize = 100_000;
-
-    fn get(&self, id: MatchId) -> Option<(u64, [u8; 32])> {
-        self.0.lock().ok()?.get(&id).copied()
-    }
-
-    fn put(&self, id: MatchId, version: u64, hash: [u8; 32]) {
-        if let Ok(mut heads) = self.0.lock() {
-            if heads.len() >= Self::CAPACITY && !heads.contains_key(&id) {
-                heads.clear();
-            }
-            heads.insert(id, (version, hash));
-        }
-    }
-
-    fn forget(&self, id: MatchId) {
-        if let Ok(mut heads) = self.0.lock() {
-            heads.remove(&id);
-        }
-    }
-}
-
-pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, StoreError> {
-    let pool = PgPoolOptions::new()
-        .max_connections(options.max_connections.max(1))
-        .acquire_timeout(options.acquire_timeout)
-        // No ping before each use: it doubled the round trips of every query. A connection
-        // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool.
-        .test_before_acquire(false)
-        .connect_with(connect_options(url)?)
-        .await
-        .map_err(StoreError::from_sqlx)?;
-    MIGRATOR
-        .run(&pool)
-        .await
-        .map_err(|e| StoreError::from_sqlx(e.into()))?;
-    let notifier = options.notify.then(|| Notifier::spawn(pool.clone()));
-    Ok(Pg {
-        batcher: Batcher::spawn(pool.clone()),
-        pool,
-        heads: Arc::default(),
-        notifier,
-    })
-}
-
-/// The store's connection settings: `url`'s, and generic plans for prepared statements.
-/// Every statement here is keyed by `match_id`, so the generic plan is the right one; the
-/// default re-plans statements over array parameters (the group commit's) on every execution,
-/// which cost more than writing the rows.
-fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
-    let options: PgConnectOptions = url
-        .parse()
-        .map_err(|e| StoreError::Internal(format!("bad database URL: {e}")))?;
-    Ok(options.options([("plan_cache_mode", "force_generic_plan")]))
-}
-
-/// The match row with its head: `version` is the last event's seq (read backwards through the
-/// events primary key), and `updated_at` the later of the row's last write and that event's time.
-const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.config::text AS config, \
-    m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, \
-    m.turn_reminder_secs, m.created_at, \
-    GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
-    FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
-        WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
-const SEAT_COLUMNS: &str = "match_id::text AS match_id, seat, player, token_hash, bot";
 const EVENT_COLUMNS: &str =
     "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
 
-/// Column arrays for inserting events with one `UNNEST` (here and in [`crate::batch`]).
+/// Events to insert with one `UNNEST`, one array per column (here and in [`super::batch`]):
+/// `bigint[], text[], smallint[], text[], bigint[], text[], timestamptz[], bytea[], bytea[]`.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct EventColumns {
-    pub(crate) seq: Vec<i64>,
-    pub(crate) kind: Vec<String>,
-    pub(crate) actor: Vec<Option<i16>>,
-    pub(crate) request_id: Vec<Option<String>>,
+pub(super) struct EventColumns {
+    seq: Vec<i64>,
+    kind: Vec<String>,
+    actor: Vec<Option<i16>>,
+    request_id: Vec<Option<String>>,
     /// On a request's first event, the seq of its last event; `None` elsewhere.
-    pub(crate) request_last: Vec<Option<i64>>,
-    pub(crate) payload: Vec<String>,
-    pub(crate) at: Vec<chrono::DateTime<Utc>>,
-    pub(crate) prev_hash: Vec<Vec<u8>>,
-    pub(crate) hash: Vec<Vec<u8>>,
+    request_last: Vec<Option<i64>>,
+    payload: Vec<String>,
+    at: Vec<DateTime<Utc>>,
+    prev_hash: Vec<Vec<u8>>,
+    hash: Vec<Vec<u8>>,
 }
 
 impl EventColumns {
     /// The events of one request.
-    fn new(events: &[StoredEvent]) -> Result<EventColumns, StoreError> {
+    pub(super) fn new(events: &[StoredEvent]) -> Result<EventColumns, StoreError> {
         let mut c = EventColumns::default();
         let last = events.last().map_or(Ok(0), |e| to_i64(e.seq))?;
         for (i, ev) in events.iter().enumerate() {
@@ -153,7 +53,7 @@ impl EventColumns {
         Ok(c)
     }
 
-    pub(crate) fn push(
+    pub(super) fn push(
         &mut self,
         ev: &StoredEvent,
         request_last: Option<i64>,
@@ -171,186 +71,67 @@ impl EventColumns {
     }
 }
 
-/// Binds the arrays of an [`EventColumns`] in its field order, the order of the `UNNEST`s.
-macro_rules! bind_event_columns {
-    ($query:expr, $cols:expr) => {{
-        let cols = $cols;
-        $query
-            .bind(cols.seq)
-            .bind(cols.kind)
-            .bind(cols.actor)
-            .bind(cols.request_id)
-            .bind(cols.request_last)
-            .bind(cols.payload)
-            .bind(cols.at)
-            .bind(cols.prev_hash)
-            .bind(cols.hash)
-    }};
-}
-pub(crate) use bind_event_columns;
-
-fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
-    match err {
-        sqlx::Error::Database(db) => {
-            db.is_unique_violation() && db.constraint() == Some(constraint)
-        }
-        _ => false,
+impl Params<Postgres> for EventColumns {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        query
+            .value(self.seq)
+            .value(self.kind)
+            .value(self.actor)
+            .value(self.request_id)
+            .value(self.request_last)
+            .value(self.payload)
+            .value(self.at)
+            .value(self.prev_hash)
+            .value(self.hash)
     }
 }
 
-pub(crate) async fn create_match(
-    pg: &Pg,
-    m: &NewMatch,
-    events: &[StoredEvent],
-) -> Result<(), StoreError> {
-    let cols = EventColumns::new(events)?;
-    let version = events.last().map_or(0, |e| e.seq);
-    let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
-    let seats = &m.start.seats;
-    let turns = TurnColumns::new(m.start.turns.as_deref().unwrap_or_default());
-    // One statement: the new rows are invisible to everyone else until it commits.
-    let result = sqlx::query(
-        "WITH m AS (
-            INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
-                seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
-                updated_at)
-            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $21, $6, $7, $8, $30, $9, $10, $11, $11)
-            RETURNING match_id
-        ), s AS (
-            INSERT INTO seats (match_id, seat, player, token_hash, bot)
-            SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot
-            FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
-            LEFT JOIN UNNEST($22::smallint[], $23::text[], $24::bytea[], $25::text[])
-                AS t(seat, player, token_hash, bot) ON t.seat = g.seat
-        ), tn AS (
-            INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
-            SELECT m.match_id, t.seat, $9, t.due_at, t.bot, t.remind_at
-            FROM m, UNNEST($26::smallint[], $27::timestamptz[], $28::text[], $29::timestamptz[])
-                AS t(seat, due_at, bot, remind_at)
-        ), e AS (
-            INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
-                prev_hash, hash)
-            SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last,
-                e.payload::jsonb, e.at, e.prev_hash, e.hash
-            FROM m, UNNEST($12::bigint[], $13::text[], $14::smallint[], $15::text[], $16::bigint[],
-                $17::text[], $18::timestamptz[], $19::bytea[], $20::bytea[])
-                AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
-        )
-        SELECT 1",
-    )
-    .bind(m.id.to_string())
-    .bind(&m.kind)
-    .bind(canonical_json(&m.config))
-    .bind(
-        i32::try_from(m.rules_version)
-            .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
-    )
-    .bind(i16::from(m.seat_count))
-    .bind(m.seed.to_vec())
-    .bind(m.seed_hash.to_vec())
-    .bind(
-        m.turn_timeout_secs
-            .map(|t| i32::try_from(t).unwrap_or(i32::MAX)),
-    )
-    .bind(to_i64(version)?)
-    .bind(last_hash.to_vec())
-    .bind(truncate_to_micros(m.created_at))
-    .bind(&cols.seq)
-    .bind(&cols.kind)
-    .bind(&cols.actor)
-    .bind(&cols.request_id)
-    .bind(&cols.request_last)
-    .bind(&cols.payload)
-    .bind(&cols.at)
-    .bind(&cols.prev_hash)
-    .bind(&cols.hash)
-    .bind(m.start.status.unwrap_or(MatchStatus::Open).as_str())
-    .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
-    .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
-    .bind(
-        seats
-            .iter()
-            .map(|s| s.token_hash.map(|h| h.to_vec()))
-            .collect::<Vec<_>>(),
-    )
-    .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
-    .bind(&turns.seat)
-    .bind(&turns.due_at)
-    .bind(&turns.bot)
-    .bind(&turns.remind_at)
-    .bind(
-        m.turn_reminder_secs
-            .map(|t| i32::try_from(t).unwrap_or(i32::MAX)),
-    )
-    .execute(&pg.pool)
-    .await;
-    match result {
-        Ok(_) => {
-            pg.heads.put(m.id, version, last_hash);
-            Ok(())
-        }
-        Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
-        Err(e) => Err(StoreError::from_sqlx(e)),
+/// The head an append expects: `$1` the match, `$2` its version, `$3` its last hash.
+#[derive(Debug)]
+struct HeadValues {
+    id: String,
+    expected: i64,
+    prev: Vec<u8>,
+}
+
+impl Params<Postgres> for HeadValues {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        query.value(self.id).value(self.expected).value(self.prev)
     }
 }
 
-pub(crate) async fn get_match(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
-    read_match(pool, id).await
+/// The match row's side of an append, `$13` to `$16`: the time it records as its last change,
+/// the new status if any, the highest seat named (the match must have it) and the version the
+/// append leaves.
+#[derive(Debug)]
+struct UpdateValues {
+    changed_at: DateTime<Utc>,
+    status: Option<&'static str>,
+    max_seat: i16,
+    version: i64,
 }
 
-/// The match row and its seats in one statement: one row per seat, the match's columns repeated.
-async fn read_match<'e>(
-    executor: impl sqlx::PgExecutor<'e>,
-    id: MatchId,
-) -> Result<MatchRecord, StoreError> {
-    let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
-        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot
-         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
-         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
-    ))
-    .bind(id.to_string())
-    .fetch_all(executor)
-    .await
-    .map_err(StoreError::from_sqlx)?;
-    MatchSeatRow::into_record(rows).ok_or(StoreError::NotFound(id))?
+impl Params<Postgres> for UpdateValues {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        query
+            .value(self.changed_at)
+            .value(self.status)
+            .value(self.max_seat)
+            .value(self.version)
+    }
 }
 
-pub(crate) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
-    let seed: Option<Vec<u8>> =
-        sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
-            .bind(id.to_string())
-            .fetch_optional(pool)
-            .await
-            .map_err(StoreError::from_sqlx)?;
-    crate::rows::hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
+/// The "your turn" notifications of an append, `$26` and `$27`: one seat and payload each.
+#[derive(Debug)]
+struct NotifyColumns {
+    seat: Vec<i16>,
+    body: Vec<String>,
 }
 
-pub(crate) async fn list_matches(
-    pool: &PgPool,
-    filter: &MatchFilter,
-) -> Result<Vec<MatchRecord>, StoreError> {
-    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
-        "{MATCH_SELECT}
-         WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
-           AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
-         ORDER BY m.match_id LIMIT $4"
-    ))
-    .bind(filter.status.map(|s| s.as_str()))
-    .bind(filter.kind.as_deref())
-    .bind(filter.after.map(|a| a.to_string()))
-    .bind(filter.effective_limit())
-    .fetch_all(pool)
-    .await
-    .map_err(StoreError::from_sqlx)?;
-    let ids: Vec<String> = rows.iter().map(|r| r.match_id.clone()).collect();
-    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
-        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = ANY($1::uuid[]) ORDER BY match_id, seat"
-    ))
-    .bind(&ids)
-    .fetch_all(pool)
-    .await
-    .map_err(StoreError::from_sqlx)?;
-    rows.into_iter().map(|r| r.into_record(&seats)).collect()
+impl Params<Postgres> for NotifyColumns {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        query.value(self.seat).value(self.body)
+    }
 }
 
 async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<HeadRow, StoreError> {
@@ -369,7 +150,7 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
     .bind(request_id)
     .fetch_optional(pool)
     .await
-    .map_err(StoreError::from_sqlx)?;
+    .map_err(db)?;
     row.ok_or(StoreError::NotFound(id))
 }
 
@@ -387,7 +168,7 @@ async fn events_between(
     .bind(to_i64(last)?)
     .fetch_all(pool)
     .await
-    .map_err(StoreError::from_sqlx)?;
+    .map_err(db)?;
     rows.into_iter().map(|r| r.into_event(id)).collect()
 }
 
@@ -428,7 +209,7 @@ async fn check(
     Ok(Checked::AtVersion(head.last_hash()?))
 }
 
-pub(crate) async fn append(
+pub(super) async fn append(
     pg: &Pg,
     id: MatchId,
     expected: u64,
@@ -467,12 +248,14 @@ pub(crate) async fn append(
 
 /// The head check every append makes: the previous event exists with the hash the new events
 /// chain from, or there is none yet and the match row is still at version 0 with that hash.
+/// Its parameters are [`HeadValues`].
 const HEAD_IS: &str =
     "(EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2 AND hash = $3)
         OR ($2 = 0 AND EXISTS (SELECT 1 FROM matches
             WHERE match_id = $1::uuid AND version = 0 AND last_hash = $3)))";
 
-/// The events of an append, inserted if the head is as expected; see [`HEAD_IS`].
+/// The events of an append ([`EventColumns`], `$4` to `$12`), inserted if the head is as
+/// expected; see [`HEAD_IS`].
 const INSERT_EVENTS: &str =
     "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
         prev_hash, hash)
@@ -483,47 +266,48 @@ const INSERT_EVENTS: &str =
         AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
     WHERE ";
 
-/// The status and seat changes of an append, applied only if `h` holds a row: the inserted
-/// events, or for an append without events the match row when its head is as expected and no
-/// event follows it.
+/// The status and seat changes of an append ([`UpdateValues`], then [`SeatColumns`] as `$17`
+/// to `$20`), applied only if `h` holds a row: the inserted events, or for an append without
+/// events the match row when its head is as expected and no event follows it.
 const UPDATE_MATCH: &str = "m AS (
         UPDATE matches SET updated_at = $13, status = COALESCE($14, status)
         WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
         RETURNING match_id
     ), s AS (
         UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot
-        FROM m, UNNEST($16::smallint[], $17::text[], $18::bytea[], $19::text[])
+        FROM m, UNNEST($17::smallint[], $18::text[], $19::bytea[], $20::text[])
             AS s(seat, player, token_hash, bot)
         WHERE seats.match_id = m.match_id AND seats.seat = s.seat
     )";
 
-/// The pending turns of an append (see [`crate::MatchUpdate::turns`]), written only if `h`
-/// holds a row, like [`UPDATE_MATCH`]: every other pending turn of the match is deleted, these
-/// are upserted as awaited after the append's last event, and a seat that stays awaited keeps
-/// its due time and reminder (or, once sent, none). A new version frees the lease, so the turn can be claimed again at once.
+/// The pending turns of an append (see [`crate::MatchUpdate::turns`]; [`TurnColumns`] as `$21`
+/// to `$25`), written only if `h` holds a row, like [`UPDATE_MATCH`]: every other pending turn
+/// of the match is deleted, these are upserted as awaited after the append's last event, and a
+/// seat that stays awaited keeps its due time and reminder (or, once sent, none). A new version
+/// frees the lease, so the turn can be claimed again at once.
 const WRITE_TURNS: &str = "td AS (
         DELETE FROM turns WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
-            AND NOT (seat = ANY($20::smallint[]))
+            AND NOT (seat = ANY($21::smallint[]))
     ), tu AS (
         INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
-        SELECT $1::uuid, t.seat, $24, t.due_at, t.bot, t.remind_at
-        FROM UNNEST($20::smallint[], $21::timestamptz[], $22::text[], $27::timestamptz[])
+        SELECT $1::uuid, t.seat, $16, t.due_at, t.bot, t.remind_at
+        FROM UNNEST($21::smallint[], $22::timestamptz[], $23::text[], $24::timestamptz[])
             AS t(seat, due_at, bot, remind_at)
         WHERE EXISTS (SELECT 1 FROM h)
         ON CONFLICT (match_id, seat) DO UPDATE SET version = EXCLUDED.version,
             bot = EXCLUDED.bot, lease_until = NULL,
-            due_at = CASE WHEN EXCLUDED.seat = ANY($23::smallint[]) THEN turns.due_at
+            due_at = CASE WHEN EXCLUDED.seat = ANY($25::smallint[]) THEN turns.due_at
                 ELSE EXCLUDED.due_at END,
-            remind_at = CASE WHEN EXCLUDED.seat = ANY($23::smallint[]) THEN turns.remind_at
+            remind_at = CASE WHEN EXCLUDED.seat = ANY($25::smallint[]) THEN turns.remind_at
                 ELSE EXCLUDED.remind_at END
     )";
 
-/// The "your turn" notifications of an append: one outbox row per seat in `$25` (with its
-/// payload in `$26`) that has a webhook, for the last inserted event, only if `h` inserted.
+/// The "your turn" notifications of an append ([`NotifyColumns`]): one outbox row per seat
+/// that has a webhook, for the last inserted event, only if `h` inserted.
 const ENQUEUE_OUTBOX: &str = "o AS (
         INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
         SELECT w.match_id, (SELECT max(seq) FROM h), w.seat, w.url, n.body, $13, $13
-        FROM UNNEST($25::smallint[], $26::text[]) AS n(seat, body)
+        FROM UNNEST($26::smallint[], $27::text[]) AS n(seat, body)
         JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
         WHERE EXISTS (SELECT 1 FROM h)
         RETURNING seat
@@ -550,8 +334,7 @@ async fn write(
         // The commonest append: one event and maybe notifications, written with others.
         let [ev] = <[StoredEvent; 1]>::try_from(stored)
             .map_err(|_| StoreError::Internal("a single event became several".into()))?;
-        let (notify_seats, notify_bodies) =
-            crate::outbox::bodies(id, ev.seq, ev.at, &update.notify);
+        let (notify_seats, notify_bodies) = crate::outbox::bodies(&update.notify);
         let row = Row {
             request_last: ev.request_id.as_ref().map(|_| to_i64(ev.seq)).transpose()?,
             notify: notify_seats.into_iter().zip(notify_bodies).collect(),
@@ -571,15 +354,10 @@ async fn write(
         .unwrap_or(-1);
     let notify = !update.notify.is_empty() && !stored.is_empty();
     let plain = !changes_match && !notify && update.turns.is_none() && !stored.is_empty();
-    let turns = TurnColumns::new(update.turns.as_deref().unwrap_or_default());
     let write_turns = if update.turns.is_some() {
         format!(", {WRITE_TURNS}")
     } else {
         String::new()
-    };
-    let (notify_seats, notify_bodies) = match stored.last() {
-        Some(last) if notify => crate::outbox::bodies(id, last.seq, last.at, &update.notify),
-        _ => (Vec::new(), Vec::new()),
     };
     let sql = if plain {
         // Most appends: one INSERT, nothing else written.
@@ -620,13 +398,13 @@ async fn write(
             SELECT (SELECT count(*) FROM m), 0::bigint"
         )
     };
-    let query = bind_event_columns!(
-        sqlx::query(&sql)
-            .bind(id.to_string())
-            .bind(to_i64(expected)?)
-            .bind(prev.to_vec()),
-        cols
-    );
+    let query = sqlx::query(&sql)
+        .params(HeadValues {
+            id: id.to_string(),
+            expected: to_i64(expected)?,
+            prev: prev.to_vec(),
+        })
+        .params(cols);
     // (rows written, notifications queued)
     let result = if plain {
         query
@@ -634,27 +412,23 @@ async fn write(
             .await
             .map(|r| (r.rows_affected(), false))
     } else {
+        let (seat, body) = if notify {
+            crate::outbox::bodies(&update.notify)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         query
-            .bind(crate::canonical::changed_at(&stored))
-            .bind(update.status.map(|s| s.as_str()))
-            .bind(max_seat)
-            .bind(seats.iter().map(|s| i16::from(s.seat)).collect::<Vec<_>>())
-            .bind(seats.iter().map(|s| s.player.clone()).collect::<Vec<_>>())
-            .bind(
-                seats
-                    .iter()
-                    .map(|s| s.token_hash.map(|h| h.to_vec()))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(seats.iter().map(|s| s.bot.clone()).collect::<Vec<_>>())
-            .bind(turns.seat)
-            .bind(turns.due_at)
-            .bind(turns.bot)
-            .bind(turns.continuing)
-            .bind(to_i64(version)?)
-            .bind(notify_seats)
-            .bind(notify_bodies)
-            .bind(turns.remind_at)
+            .params(UpdateValues {
+                changed_at: crate::canonical::changed_at(&stored),
+                status: update.status.map(|s| s.as_str()),
+                max_seat,
+                version: to_i64(version)?,
+            })
+            .params(SeatColumns::new(seats))
+            .params(TurnColumns::new(
+                update.turns.as_deref().unwrap_or_default(),
+            ))
+            .params(NotifyColumns { seat, body })
             .fetch_one(&pg.pool)
             .await
             .and_then(|row| {
@@ -681,13 +455,7 @@ async fn write(
         {
             Ok(None)
         }
-        Err(e) => Err(StoreError::from_sqlx(e)),
-    }
-}
-
-impl Pg {
-    pub(crate) fn group_commit(&self) -> crate::GroupCommit {
-        self.batcher.counts()
+        Err(e) => Err(db(e)),
     }
 }
 
@@ -711,7 +479,7 @@ fn appended(
     }
 }
 
-pub(crate) async fn read_events(
+pub(super) async fn read(
     pool: &PgPool,
     id: MatchId,
     after: u64,
@@ -725,23 +493,23 @@ pub(crate) async fn read_events(
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await
-    .map_err(StoreError::from_sqlx)?;
+    .map_err(db)?;
     if rows.is_empty() {
         // Distinguish "no events yet" from "no such match".
-        get_match(pool, id).await?;
+        super::matches::get(pool, id).await?;
     }
     rows.into_iter().map(|r| r.into_event(id)).collect()
 }
 
-pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
+pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
     // One snapshot of the database for all three reads, so the events follow the snapshot and
     // the record's version matches the last event.
     let mut tx = pg
         .pool
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
-        .map_err(StoreError::from_sqlx)?;
-    let record = read_match(&mut *tx, id).await?;
+        .map_err(db)?;
+    let record = super::matches::read(&mut *tx, id).await?;
     let snapshot: Option<SnapshotRow> = sqlx::query_as(
         "SELECT seq, rules_version, state::text AS state FROM snapshots
          WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
@@ -755,7 +523,7 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     .bind(to_i64(record.version)?)
     .fetch_optional(&mut *tx)
     .await
-    .map_err(StoreError::from_sqlx)?;
+    .map_err(db)?;
     let snapshot = snapshot.map(SnapshotRow::into_snapshot).transpose()?;
     let after = snapshot.as_ref().map_or(0, |s| s.seq);
     let rows: Vec<EventRow> = sqlx::query_as(&format!(
@@ -765,7 +533,7 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     .bind(to_i64(after)?)
     .fetch_all(&mut *tx)
     .await
-    .map_err(StoreError::from_sqlx)?;
+    .map_err(db)?;
     // The request ids the snapshot folded in, through the request index.
     let requests: Vec<(String, i64)> = if after > 0 {
         sqlx::query_as(
@@ -776,11 +544,11 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         .bind(to_i64(after)?)
         .fetch_all(&mut *tx)
         .await
-        .map_err(StoreError::from_sqlx)?
+        .map_err(db)?
     } else {
         Vec::new()
     };
-    tx.commit().await.map_err(StoreError::from_sqlx)?;
+    tx.commit().await.map_err(db)?;
     let events = rows
         .into_iter()
         .map(|r| r.into_event(id))
@@ -796,7 +564,7 @@ pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     })
 }
 
-pub(crate) async fn put_snapshot(
+pub(super) async fn put_snapshot(
     pool: &PgPool,
     id: MatchId,
     snapshot: &Snapshot,
@@ -818,10 +586,10 @@ pub(crate) async fn put_snapshot(
     .bind(canonical_json(&snapshot.state))
     .execute(pool)
     .await
-    .map_err(StoreError::from_sqlx)?;
+    .map_err(db)?;
     if result.rows_affected() == 0 {
         // Either no such match, or a snapshot of events that do not exist yet.
-        let record = get_match(pool, id).await?;
+        let record = super::matches::get(pool, id).await?;
         return Err(StoreError::Internal(format!(
             "snapshot at seq {} is beyond the match's version {}",
             snapshot.seq, record.version

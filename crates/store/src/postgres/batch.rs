@@ -1,4 +1,4 @@
-//! Group commit on PostgreSQL: the single-event appends that change nothing but the log (and
+//! The group commit on PostgreSQL: the single-event appends that change nothing but the log (and
 //! the outbox) are written together, whatever their matches: one statement, so one transaction
 //! and one WAL flush, for every append waiting at that moment.
 //!
@@ -28,9 +28,9 @@ use sqlx::pool::PoolConnection;
 use sqlx::{PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use crate::postgres::{EventColumns, bind_event_columns};
-use crate::rows::to_i64;
-use crate::{StoreError, StoredEvent, canonical_json};
+use super::events::EventColumns;
+use crate::rows::{Binds, EventValues, Params, to_i64};
+use crate::{StoreError, StoredEvent};
 
 /// Appends in one statement at most.
 const MAX_BATCH: usize = 128;
@@ -319,10 +319,26 @@ async fn write_all(
 struct Columns {
     match_id: Vec<String>,
     events: EventColumns,
-    notify_match: Vec<String>,
-    notify_seq: Vec<i64>,
-    notify_seat: Vec<i16>,
-    notify_body: Vec<String>,
+    notify: NotifyColumns,
+}
+
+/// The notifications of a batch's rows (`$11` to `$14` of [`ENQUEUE_ROWS`]).
+#[derive(Debug, Default, Clone)]
+struct NotifyColumns {
+    match_id: Vec<String>,
+    seq: Vec<i64>,
+    seat: Vec<i16>,
+    body: Vec<String>,
+}
+
+impl Params<Postgres> for NotifyColumns {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        query
+            .value(self.match_id)
+            .value(self.seq)
+            .value(self.seat)
+            .value(self.body)
+    }
 }
 
 impl Columns {
@@ -332,10 +348,10 @@ impl Columns {
         let seq = to_i64(ev.seq)?;
         self.events.push(ev, row.request_last)?;
         for (seat, body) in &row.notify {
-            self.notify_match.push(id.clone());
-            self.notify_seq.push(seq);
-            self.notify_seat.push(*seat);
-            self.notify_body.push(body.clone());
+            self.notify.match_id.push(id.clone());
+            self.notify.seq.push(seq);
+            self.notify.seat.push(*seat);
+            self.notify.body.push(body.clone());
         }
         self.match_id.push(id);
         Ok(())
@@ -424,18 +440,12 @@ async fn insert_rows(
     skip: bool,
     now: DateTime<Utc>,
 ) -> Result<Vec<(String, i64, bool)>, sqlx::Error> {
-    let notify = !cols.notify_seat.is_empty();
-    let query = bind_event_columns!(
-        sqlx::query_as(&RETURNING[usize::from(skip)][usize::from(notify)]).bind(cols.match_id),
-        cols.events
-    );
+    let notify = !cols.notify.seat.is_empty();
+    let query = sqlx::query_as(&RETURNING[usize::from(skip)][usize::from(notify)])
+        .value(cols.match_id)
+        .params(cols.events);
     let query = if notify {
-        query
-            .bind(cols.notify_match)
-            .bind(cols.notify_seq)
-            .bind(cols.notify_seat)
-            .bind(cols.notify_body)
-            .bind(now)
+        query.params(cols.notify).value(now)
     } else {
         query
     };
@@ -445,27 +455,10 @@ async fn insert_rows(
 /// Writes one row; see [`Outcome`].
 async fn write_one(lease: &mut Lease, row: &Row) -> Result<Option<bool>, sqlx::Error> {
     let notify = !row.notify.is_empty();
-    let ev = &row.event;
-    let seq = i64::try_from(ev.seq).unwrap_or(i64::MAX);
-    let payload = canonical_json(&ev.payload);
-    macro_rules! bind_row {
-        ($query:expr) => {
-            $query
-                .bind(ev.match_id.to_string())
-                .bind(seq)
-                .bind(&ev.kind)
-                .bind(ev.actor.map(i16::from))
-                .bind(&ev.request_id)
-                .bind(row.request_last)
-                .bind(&payload)
-                .bind(ev.at)
-                .bind(ev.prev_hash.as_slice())
-                .bind(ev.hash.as_slice())
-        };
-    }
+    let one = || EventValues::new(&row.event, row.request_last);
     let conn = lease.conn().await?;
     if !notify {
-        return match bind_row!(sqlx::query(PLAIN_ONE)).execute(conn).await {
+        return match sqlx::query(PLAIN_ONE).params(one()).execute(conn).await {
             Ok(_) => Ok(Some(false)),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(None),
             Err(e) => Err(e),
@@ -476,7 +469,8 @@ async fn write_one(lease: &mut Lease, row: &Row) -> Result<Option<bool>, sqlx::E
     let now = truncate_now();
     let mut written: Result<Option<(String, i64, bool)>, sqlx::Error> = Ok(None);
     for skip in [false, true] {
-        written = bind_row!(sqlx::query_as(&RETURNING[usize::from(skip)][2]))
+        written = sqlx::query_as(&RETURNING[usize::from(skip)][2])
+            .params(one())
             .bind(&seats)
             .bind(&bodies)
             .bind(now)

@@ -1,0 +1,168 @@
+//! Match rows and their seats on PostgreSQL: creation in one statement, reads and listing.
+
+use sqlx::{PgPool, Postgres};
+
+use super::events::EventColumns;
+use super::turns::TurnColumns;
+use super::{Pg, db, is_unique_violation};
+use crate::rows::{Binds, MatchRow, MatchSeatRow, MatchValues, Params, SeatRow, hash32};
+use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, SeatRecord, StoreError, StoredEvent};
+
+/// The match row with its head: `version` is the last event's seq (read backwards through the
+/// events primary key), and `updated_at` the later of the row's last write and that event's time.
+const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.config::text AS config, \
+    m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, \
+    m.turn_reminder_secs, m.created_at, \
+    GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
+    FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
+        WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
+const SEAT_COLUMNS: &str = "match_id::text AS match_id, seat, player, token_hash, bot";
+
+/// Seats to write, one array per column (`smallint[], text[], bytea[], text[]`).
+#[derive(Debug, Default)]
+pub(super) struct SeatColumns {
+    seat: Vec<i16>,
+    player: Vec<Option<String>>,
+    token_hash: Vec<Option<Vec<u8>>>,
+    bot: Vec<Option<String>>,
+}
+
+impl SeatColumns {
+    pub(super) fn new(seats: &[SeatRecord]) -> SeatColumns {
+        let mut c = SeatColumns::default();
+        for s in seats {
+            c.seat.push(i16::from(s.seat));
+            c.player.push(s.player.clone());
+            c.token_hash.push(s.token_hash.map(|h| h.to_vec()));
+            c.bot.push(s.bot.clone());
+        }
+        c
+    }
+}
+
+impl Params<Postgres> for SeatColumns {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        query
+            .value(self.seat)
+            .value(self.player)
+            .value(self.token_hash)
+            .value(self.bot)
+    }
+}
+
+/// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
+/// start fills them (`$14`…, [`SeatColumns`]), its first pending turns (`$18`…,
+/// [`TurnColumns`], its `continuing` unused) and its first events (`$23`…, [`EventColumns`]). The new rows are
+/// invisible to everyone else until it commits.
+const CREATE: &str = "WITH m AS (
+        INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
+            seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
+            updated_at)
+        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+        RETURNING match_id
+    ), s AS (
+        INSERT INTO seats (match_id, seat, player, token_hash, bot)
+        SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot
+        FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
+        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[])
+            AS t(seat, player, token_hash, bot) ON t.seat = g.seat
+    ), tn AS (
+        INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
+        SELECT m.match_id, t.seat, $11, t.due_at, t.bot, t.remind_at
+        FROM m, UNNEST($18::smallint[], $19::timestamptz[], $20::text[], $21::timestamptz[])
+            AS t(seat, due_at, bot, remind_at)
+    ), e AS (
+        INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
+            prev_hash, hash)
+        SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last,
+            e.payload::jsonb, e.at, e.prev_hash, e.hash
+        FROM m, UNNEST($23::bigint[], $24::text[], $25::smallint[], $26::text[], $27::bigint[],
+            $28::text[], $29::timestamptz[], $30::bytea[], $31::bytea[])
+            AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
+    )
+    SELECT 1";
+
+pub(super) async fn create(
+    pg: &Pg,
+    m: &NewMatch,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let version = events.last().map_or(0, |e| e.seq);
+    let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
+    let result = sqlx::query(CREATE)
+        .params(MatchValues::new(m, events)?)
+        .params(SeatColumns::new(&m.start.seats))
+        .params(TurnColumns::new(
+            m.start.turns.as_deref().unwrap_or_default(),
+        ))
+        .params(EventColumns::new(events)?)
+        .execute(&pg.pool)
+        .await;
+    match result {
+        Ok(_) => {
+            pg.heads.put(m.id, version, last_hash);
+            Ok(())
+        }
+        Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
+        Err(e) => Err(db(e)),
+    }
+}
+
+pub(super) async fn get(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
+    read(pool, id).await
+}
+
+/// The match row and its seats in one statement: one row per seat, the match's columns repeated.
+pub(super) async fn read<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: MatchId,
+) -> Result<MatchRecord, StoreError> {
+    let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
+        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot
+         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
+         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
+    ))
+    .bind(id.to_string())
+    .fetch_all(executor)
+    .await
+    .map_err(db)?;
+    MatchSeatRow::into_record(rows).ok_or(StoreError::NotFound(id))?
+}
+
+pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
+    let seed: Option<Vec<u8>> =
+        sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?;
+    hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
+}
+
+pub(super) async fn list(
+    pool: &PgPool,
+    filter: &MatchFilter,
+) -> Result<Vec<MatchRecord>, StoreError> {
+    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+        "{MATCH_SELECT}
+         WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
+           AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
+         ORDER BY m.match_id LIMIT $4"
+    ))
+    .bind(filter.status.map(|s| s.as_str()))
+    .bind(filter.kind.as_deref())
+    .bind(filter.after.map(|a| a.to_string()))
+    .bind(filter.effective_limit())
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    let ids: Vec<String> = rows.iter().map(|r| r.match_id.clone()).collect();
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = ANY($1::uuid[]) ORDER BY match_id, seat"
+    ))
+    .bind(&ids)
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    rows.into_iter().map(|r| r.into_record(&seats)).collect()
+}

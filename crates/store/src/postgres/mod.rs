@@ -1,0 +1,282 @@
+//! The PostgreSQL backend.
+//!
+//! A match's head (version and last hash) is its last event: the `matches` row keeps only the
+//! head as of creation, and is written again only by appends that change the status or seats.
+//! An append is one read (the head, and whether the request id is already held) followed by one
+//! statement that inserts the events only if the expected previous event (seq and hash) exists,
+//! or for a match's first events the match row at version 0 ([`events`]). The events primary
+//! key settles races for a seq, and a unique index over each request's first event (which
+//! carries `request_last`, the seq of the request's last event) settles races for a request id.
+//! Row locks live only inside that one statement, never across a round trip to the client; a
+//! writer that lost the race finds the head moved and gets a conflict (or, for a retried
+//! request, the original events).
+//!
+//! The read is skipped when this process already knows the match's head ([`HeadCache`]): the
+//! server that wrote a match's last event usually writes its next one. The cached head is only
+//! a guess; the statement itself checks both version and last hash, so a stale guess costs a
+//! retry of the slow path, never a wrong write.
+//!
+//! What only this backend has: the group commit of the commonest appends ([`batch`]) and the
+//! announcement of every append to every process ([`notify`]).
+//!
+//! Statements bind their values through column structs ([`crate::rows::Params`]): one array
+//! per column for the rows of a table, or one struct for a row's scalars, each bound in one
+//! place in the order of its placeholders.
+
+mod batch;
+mod events;
+mod matches;
+pub(crate) mod notify;
+mod outbox;
+mod turns;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use crate::backend::{Answer, Backend};
+use crate::{
+    Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Listener, Loaded, MatchFilter,
+    MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Reminder, Snapshot, StoreError,
+    StoreOptions, StoredEvent, TurnRecord, Webhook,
+};
+pub use batch::GroupCommit;
+
+use batch::Batcher;
+use notify::Notifier;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// A PostgreSQL store: the pool, the heads of the matches this process last wrote, the group
+/// commit, and the sender of append notifications (when they are on).
+#[derive(Debug, Clone)]
+pub(crate) struct Pg {
+    pool: PgPool,
+    heads: Arc<HeadCache>,
+    notifier: Option<Notifier>,
+    batcher: Batcher,
+}
+
+/// `(version, last_hash)` per match, as last written or read by this process.
+#[derive(Debug, Default)]
+struct HeadCache(Mutex<HashMap<MatchId, (u64, [u8; 32])>>);
+
+impl HeadCache {
+    /// Bounds memory; forgetting heads only costs one extra read per match.
+    const CAPACITY: usize = 100_000;
+
+    fn get(&self, id: MatchId) -> Option<(u64, [u8; 32])> {
+        self.0.lock().ok()?.get(&id).copied()
+    }
+
+    fn put(&self, id: MatchId, version: u64, hash: [u8; 32]) {
+        if let Ok(mut heads) = self.0.lock() {
+            if heads.len() >= Self::CAPACITY && !heads.contains_key(&id) {
+                heads.clear();
+            }
+            heads.insert(id, (version, hash));
+        }
+    }
+
+    fn forget(&self, id: MatchId) {
+        if let Ok(mut heads) = self.0.lock() {
+            heads.remove(&id);
+        }
+    }
+}
+
+pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, StoreError> {
+    let pool = PgPoolOptions::new()
+        .max_connections(options.max_connections.max(1))
+        .acquire_timeout(options.acquire_timeout)
+        // No ping before each use: it doubled the round trips of every query. A connection
+        // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool.
+        .test_before_acquire(false)
+        .connect_with(connect_options(url)?)
+        .await
+        .map_err(db)?;
+    MIGRATOR.run(&pool).await.map_err(|e| db(e.into()))?;
+    let notifier = options.notify.then(|| Notifier::spawn(pool.clone()));
+    Ok(Pg {
+        batcher: Batcher::spawn(pool.clone()),
+        pool,
+        heads: Arc::default(),
+        notifier,
+    })
+}
+
+/// The store's connection settings: `url`'s, and generic plans for prepared statements.
+/// Every statement here is keyed by `match_id`, so the generic plan is the right one; the
+/// default re-plans statements over array parameters (the group commit's) on every execution,
+/// which cost more than writing the rows.
+fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
+    let options: PgConnectOptions = url
+        .parse()
+        .map_err(|e| StoreError::Internal(format!("bad database URL: {e}")))?;
+    Ok(options.options([("plan_cache_mode", "force_generic_plan")]))
+}
+
+/// Maps a driver error; callers handle the unique violations they expect before this.
+fn db(err: sqlx::Error) -> StoreError {
+    StoreError::from_sqlx(err)
+}
+
+fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation() && db.constraint() == Some(constraint)
+        }
+        _ => false,
+    }
+}
+
+impl Backend for Pg {
+    const NAME: &'static str = "postgres";
+
+    async fn ping(&self) -> Answer<()> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(db)
+    }
+
+    async fn create_match(&self, m: &NewMatch, events: &[StoredEvent]) -> Answer<()> {
+        matches::create(self, m, events).await
+    }
+
+    async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {
+        matches::get(&self.pool, id).await
+    }
+
+    async fn seed(&self, id: MatchId) -> Answer<[u8; 32]> {
+        matches::seed(&self.pool, id).await
+    }
+
+    async fn list_matches(&self, filter: &MatchFilter) -> Answer<Vec<MatchRecord>> {
+        matches::list(&self.pool, filter).await
+    }
+
+    async fn server_key(&self, name: &str, candidate: [u8; 32]) -> Answer<Vec<u8>> {
+        sqlx::query(
+            "INSERT INTO server_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(candidate.as_slice())
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
+        sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db)
+    }
+
+    async fn append(
+        &self,
+        id: MatchId,
+        expected: u64,
+        events: Vec<NewEvent>,
+        update: &MatchUpdate,
+    ) -> Answer<Appended> {
+        events::append(self, id, expected, events, update).await
+    }
+
+    async fn read_events(&self, id: MatchId, after: u64, limit: u32) -> Answer<Vec<StoredEvent>> {
+        events::read(&self.pool, id, after, limit).await
+    }
+
+    async fn load(&self, id: MatchId, rules_version: u32) -> Answer<Loaded> {
+        events::load(self, id, rules_version).await
+    }
+
+    async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Answer<()> {
+        events::put_snapshot(&self.pool, id, snapshot).await
+    }
+
+    async fn claim_turns(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Answer<Vec<TurnRecord>> {
+        turns::claim(&self.pool, now, lease_until, limit).await
+    }
+
+    async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Answer<bool> {
+        turns::drop(&self.pool, id, seat, version).await
+    }
+
+    async fn queue_reminders(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+        body: &(dyn Fn(&Reminder) -> String + Sync),
+    ) -> Answer<u32> {
+        turns::remind(&self.pool, now, limit, body).await
+    }
+
+    async fn turns(&self, id: MatchId) -> Answer<Vec<TurnRecord>> {
+        turns::list(&self.pool, id).await
+    }
+
+    async fn set_webhook(
+        &self,
+        id: MatchId,
+        seat: u8,
+        url: &str,
+        secret: [u8; 32],
+        now: DateTime<Utc>,
+    ) -> Answer<()> {
+        outbox::set_webhook(&self.pool, id, seat, url, secret, now).await
+    }
+
+    async fn remove_webhook(&self, id: MatchId, seat: u8) -> Answer<bool> {
+        outbox::remove_webhook(&self.pool, id, seat).await
+    }
+
+    async fn webhook(&self, id: MatchId, seat: u8) -> Answer<Option<Webhook>> {
+        outbox::webhook(&self.pool, id, seat).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Answer<Vec<Delivery>> {
+        outbox::claim(&self.pool, now, lease_until, limit).await
+    }
+
+    async fn record_delivery(
+        &self,
+        key: DeliveryKey,
+        attempt: &Attempt,
+        now: DateTime<Utc>,
+    ) -> Answer<()> {
+        outbox::record(&self.pool, key, attempt, now).await
+    }
+
+    async fn deliveries(
+        &self,
+        id: MatchId,
+        seat: Option<u8>,
+        limit: u32,
+    ) -> Answer<Vec<DeliveryRecord>> {
+        outbox::list(&self.pool, id, seat, limit).await
+    }
+
+    fn group_commit(&self) -> Option<GroupCommit> {
+        Some(self.batcher.counts())
+    }
+
+    fn listener(&self, options: &StoreOptions) -> Option<Listener> {
+        options
+            .notify
+            .then(|| Listener::new(&self.pool.connect_options(), options.acquire_timeout))
+    }
+}

@@ -1,0 +1,124 @@
+//! Match rows and their seats on SQLite: creation in one transaction, reads and listing.
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::db;
+use crate::rows::{Binds, MatchRow, MatchValues, SeatRow, hash32};
+use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, StoreError, StoredEvent};
+
+const MATCH_COLUMNS: &str = "match_id, kind, config, rules_version, seat_count, status, \
+    seed_hash, turn_timeout_secs, turn_reminder_secs, created_at, updated_at, version";
+const SEAT_COLUMNS: &str = "match_id, seat, player, token_hash, bot";
+
+pub(super) async fn create(
+    pool: &SqlitePool,
+    m: &NewMatch,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let id = m.id.to_string();
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let inserted = sqlx::query(
+        "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
+             seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
+             updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
+    )
+    .params(MatchValues::new(m, events)?)
+    .execute(&mut *tx)
+    .await;
+    match inserted {
+        Ok(_) => {}
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            return Err(StoreError::AlreadyExists(m.id));
+        }
+        Err(e) => return Err(db(e)),
+    }
+    for seat in 0..m.seat_count {
+        let taken = m.start.seats.iter().find(|s| s.seat == seat);
+        sqlx::query(
+            "INSERT INTO seats (match_id, seat, player, token_hash, bot) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(i16::from(seat))
+        .bind(taken.and_then(|s| s.player.as_deref()))
+        .bind(taken.and_then(|s| s.token_hash.map(|h| h.to_vec())))
+        .bind(taken.and_then(|s| s.bot.as_deref()))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    }
+    super::events::insert(&mut tx, events).await?;
+    if let Some(turns) = &m.start.turns {
+        let version = events.last().map_or(0, |e| e.seq);
+        super::turns::replace(&mut tx, &id, version, turns).await?;
+    }
+    tx.commit().await.map_err(db)
+}
+
+pub(super) async fn read(
+    conn: &mut SqliteConnection,
+    id: MatchId,
+) -> Result<MatchRecord, StoreError> {
+    let row: Option<MatchRow> = sqlx::query_as(&format!(
+        "SELECT {MATCH_COLUMNS} FROM matches WHERE match_id = ?"
+    ))
+    .bind(id.to_string())
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db)?;
+    let row = row.ok_or(StoreError::NotFound(id))?;
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = ? ORDER BY seat"
+    ))
+    .bind(id.to_string())
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    row.into_record(&seats)
+}
+
+pub(super) async fn get(pool: &SqlitePool, id: MatchId) -> Result<MatchRecord, StoreError> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    read(&mut conn, id).await
+}
+
+pub(super) async fn seed(pool: &SqlitePool, id: MatchId) -> Result<[u8; 32], StoreError> {
+    let seed: Option<Vec<u8>> = sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = ?")
+        .bind(id.to_string())
+        .fetch_optional(pool)
+        .await
+        .map_err(db)?;
+    hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
+}
+
+pub(super) async fn list(
+    pool: &SqlitePool,
+    filter: &MatchFilter,
+) -> Result<Vec<MatchRecord>, StoreError> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    // Ids are stored as lowercase hyphenated text, which sorts like the UUIDs themselves.
+    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+        "SELECT {MATCH_COLUMNS} FROM matches
+         WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR kind = ?2)
+           AND (?3 IS NULL OR match_id > ?3)
+         ORDER BY match_id LIMIT ?4"
+    ))
+    .bind(filter.status.map(|s| s.as_str()))
+    .bind(filter.kind.as_deref())
+    .bind(filter.after.map(|a| a.to_string()))
+    .bind(filter.effective_limit())
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    // One query for every listed match's seats: the ids go in as one JSON array.
+    let ids: Vec<&str> = rows.iter().map(|r| r.match_id.as_str()).collect();
+    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
+        "SELECT {SEAT_COLUMNS} FROM seats
+         WHERE match_id IN (SELECT value FROM json_each(?)) ORDER BY match_id, seat"
+    ))
+    .bind(serde_json::to_string(&ids).map_err(|e| StoreError::Internal(e.to_string()))?)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    rows.into_iter().map(|r| r.into_record(&seats)).collect()
+}
