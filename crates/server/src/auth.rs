@@ -5,6 +5,7 @@ use missive_store::{MatchId, MatchRecord};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
+use crate::service::Caller;
 
 /// A fresh token and the hash the store keeps.
 pub fn new_token() -> ApiResult<(String, [u8; 32])> {
@@ -17,6 +18,22 @@ pub fn random_bytes() -> ApiResult<[u8; 32]> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| ApiError::internal(format!("OS randomness: {e}")))?;
     Ok(bytes)
+}
+
+/// The caller of a request, from the value of its `authorization` header (an HTTP header or
+/// gRPC metadata): the one place a request's credentials are read. Both transports call it,
+/// HTTP through the `Caller` extractor and gRPC through its interceptor.
+pub fn caller(authorization: Option<&[u8]>) -> ApiResult<Caller> {
+    let header = authorization
+        .map(|value| {
+            std::str::from_utf8(value).map_err(|_| {
+                ApiError::Unauthenticated("the authorization header is not text".into())
+            })
+        })
+        .transpose()?;
+    Ok(Caller {
+        token: bearer(header)?,
+    })
 }
 
 /// The token from an `authorization` header value (`Bearer <token>`); `None` when absent.
@@ -175,6 +192,21 @@ mod tests {
             Keys::new([8; 32]).seat_token(id, 1, "req-0123456789abcdef"),
         ] {
             assert_ne!(other.0, token);
+        }
+    }
+
+    #[test]
+    fn the_caller_is_read_from_the_authorization_header_alone() {
+        assert_eq!(caller(None).unwrap().token, None);
+        assert_eq!(
+            caller(Some(b"Bearer abc ")).unwrap().token.as_deref(),
+            Some("abc")
+        );
+        for bad in [&b"Basic abc"[..], b"abc", b"Bearer \xff"] {
+            assert!(
+                matches!(caller(Some(bad)), Err(ApiError::Unauthenticated(_))),
+                "{bad:?}"
+            );
         }
     }
 

@@ -12,7 +12,6 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::auth;
-use crate::error::ApiError;
 use crate::service::{Caller, Service};
 
 /// The tonic service.
@@ -27,18 +26,26 @@ impl Grpc {
     }
 }
 
+/// The interceptor in front of every call: reads the caller from the `authorization`
+/// metadata once, refusing a malformed one, and hands it to the handler.
+pub fn authenticate(mut request: Request<()>) -> Result<Request<()>, Status> {
+    let caller = auth::caller(
+        request
+            .metadata()
+            .get("authorization")
+            .map(|v| v.as_bytes()),
+    )?;
+    request.extensions_mut().insert(caller);
+    Ok(request)
+}
+
+/// The caller [`authenticate`] read.
 fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
-    let header = match request.metadata().get("authorization") {
-        Some(value) => Some(value.to_str().map_err(|_| {
-            Status::from(ApiError::Unauthenticated(
-                "the authorization header is not text".into(),
-            ))
-        })?),
-        None => None,
-    };
-    Ok(Caller {
-        token: auth::bearer(header)?,
-    })
+    request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| Status::internal("the call was not authenticated"))
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchMatchResponse, Status>> + Send>>;

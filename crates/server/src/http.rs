@@ -15,7 +15,7 @@ use anyhow::Context;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -73,16 +73,21 @@ impl<T: Serialize> IntoResponse for Reply<T> {
     }
 }
 
-fn caller(headers: &HeaderMap) -> ApiResult<Caller> {
-    let header = match headers.get(header::AUTHORIZATION) {
-        Some(value) => Some(value.to_str().map_err(|_| {
-            ApiError::Unauthenticated("the authorization header is not text".into())
-        })?),
-        None => None,
-    };
-    Ok(Caller {
-        token: auth::bearer(header)?,
-    })
+/// The caller, from the `authorization` header.
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        auth::caller(
+            parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .map(|v| v.as_bytes()),
+        )
+    }
 }
 
 /// Puts the path's match id in the message, refusing a body that names another match.
@@ -167,21 +172,17 @@ async fn join_match(
 async fn act(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     ProtoJson(mut request): ProtoJson<pb::ActRequest>,
 ) -> ApiResult<Reply<pb::ActResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(
-        service
-            .bounded(service.act(&caller(&headers)?, request))
-            .await?,
-    ))
+    Ok(Reply(service.bounded(service.act(&caller, request)).await?))
 }
 
 async fn get_view(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Reply<pb::GetViewResponse>> {
     let request = pb::GetViewRequest {
@@ -189,16 +190,14 @@ async fn get_view(
         seat: query_seat(&query)?,
     };
     Ok(Reply(
-        service
-            .bounded(service.get_view(&caller(&headers)?, request))
-            .await?,
+        service.bounded(service.get_view(&caller, request)).await?,
     ))
 }
 
 async fn get_history(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Reply<pb::GetHistoryResponse>> {
     let request = pb::GetHistoryRequest {
@@ -207,7 +206,7 @@ async fn get_history(
     };
     Ok(Reply(
         service
-            .bounded(service.get_history(&caller(&headers)?, request))
+            .bounded(service.get_history(&caller, request))
             .await?,
     ))
 }
@@ -215,13 +214,13 @@ async fn get_history(
 async fn leave_match(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     ProtoJson(mut request): ProtoJson<pb::LeaveMatchRequest>,
 ) -> ApiResult<Reply<pb::LeaveMatchResponse>> {
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
         service
-            .bounded(service.leave_match(&caller(&headers)?, request))
+            .bounded(service.leave_match(&caller, request))
             .await?,
     ))
 }
@@ -229,13 +228,13 @@ async fn leave_match(
 async fn set_webhook(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     ProtoJson(mut request): ProtoJson<pb::SetWebhookRequest>,
 ) -> ApiResult<Reply<pb::SetWebhookResponse>> {
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
         service
-            .bounded(service.set_webhook(&caller(&headers)?, request))
+            .bounded(service.set_webhook(&caller, request))
             .await?,
     ))
 }
@@ -243,7 +242,7 @@ async fn set_webhook(
 async fn remove_webhook(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> ApiResult<Reply<pb::SetWebhookResponse>> {
     let request = pb::SetWebhookRequest {
         match_id: id,
@@ -251,7 +250,7 @@ async fn remove_webhook(
     };
     Ok(Reply(
         service
-            .bounded(service.set_webhook(&caller(&headers)?, request))
+            .bounded(service.set_webhook(&caller, request))
             .await?,
     ))
 }
@@ -259,12 +258,12 @@ async fn remove_webhook(
 async fn get_webhook(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> ApiResult<Reply<pb::GetWebhookResponse>> {
     let request = pb::GetWebhookRequest { match_id: id };
     Ok(Reply(
         service
-            .bounded(service.get_webhook(&caller(&headers)?, request))
+            .bounded(service.get_webhook(&caller, request))
             .await?,
     ))
 }
@@ -274,7 +273,7 @@ async fn get_webhook(
 async fn watch_match(
     State(service): State<AppState>,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let after_version = match query.get("afterVersion") {
@@ -288,7 +287,7 @@ async fn watch_match(
         after_version,
         seat: query_seat(&query)?,
     };
-    let rx = service.watch(&caller(&headers)?, request).await?;
+    let rx = service.watch(&caller, request).await?;
     let stream = ReceiverStream::new(rx).map(|item| {
         Ok(match item {
             Ok(update) => Event::default()

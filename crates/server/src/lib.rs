@@ -148,8 +148,11 @@ async fn grpc_server(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("building the reflection service")?;
-    let missive = MissiveServer::new(grpc::Grpc::new(service))
-        .max_decoding_message_size(config.requests.max_body_bytes);
+    let missive = tonic::service::interceptor::InterceptedService::new(
+        MissiveServer::new(grpc::Grpc::new(service))
+            .max_decoding_message_size(config.requests.max_body_bytes),
+        grpc::authenticate,
+    );
     tonic::transport::Server::builder()
         .timeout(config.requests.timeout())
         .concurrency_limit_per_connection(config.requests.concurrency_limit)
