@@ -7,6 +7,59 @@
 use axum::http::StatusCode;
 use missive_store::StoreError;
 
+/// The server's own refusals (FAILED_PRECONDITION, HTTP 409 with `rule`), beside the games'
+/// rule codes. Stable: clients branch on them; docs/API.md lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Joining a match that has started or ended.
+    MatchNotOpen,
+    /// Joining a seat someone holds.
+    SeatTaken,
+    /// Joining a match whose every seat is held.
+    MatchFull,
+    /// Acting before every seat is taken.
+    MatchNotStarted,
+    /// Acting, leaving or registering a webhook once the match is over.
+    MatchOver,
+    /// The server's default action for a seat that is not awaited.
+    NotAwaited,
+    /// A bot with nothing to play.
+    NoLegalAction,
+    /// A request id sent again with a different request.
+    RequestIdReused,
+    /// A join retried after its player left the seat.
+    SeatLeft,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 9] = [
+        Rule::MatchNotOpen,
+        Rule::SeatTaken,
+        Rule::MatchFull,
+        Rule::MatchNotStarted,
+        Rule::MatchOver,
+        Rule::NotAwaited,
+        Rule::NoLegalAction,
+        Rule::RequestIdReused,
+        Rule::SeatLeft,
+    ];
+
+    /// The code clients see.
+    pub fn code(self) -> &'static str {
+        match self {
+            Rule::MatchNotOpen => "match-not-open",
+            Rule::SeatTaken => "seat-taken",
+            Rule::MatchFull => "match-full",
+            Rule::MatchNotStarted => "match-not-started",
+            Rule::MatchOver => "match-over",
+            Rule::NotAwaited => "not-awaited",
+            Rule::NoLegalAction => "no-legal-action",
+            Rule::RequestIdReused => "request-id-reused",
+            Rule::SeatLeft => "seat-left",
+        }
+    }
+}
+
 /// Why a request failed, in the API's terms.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -46,9 +99,9 @@ impl ApiError {
         ApiError::InvalidArgument(message.into())
     }
 
-    pub fn precondition(rule: &str, message: impl Into<String>) -> Self {
+    pub fn precondition(rule: Rule, message: impl Into<String>) -> Self {
         ApiError::FailedPrecondition {
-            rule: rule.to_owned(),
+            rule: rule.code().to_owned(),
             message: message.into(),
         }
     }
@@ -166,6 +219,22 @@ impl From<StoreError> for ApiError {
             StoreError::Corrupt(detail) => ApiError::internal(format!("corrupt: {detail}")),
             StoreError::Invalid(detail) => ApiError::InvalidArgument(detail),
             StoreError::Internal(detail) => ApiError::internal(detail),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_server_rule_is_listed_in_the_api_docs() {
+        let api = include_str!("../../../docs/API.md");
+        for rule in Rule::ALL {
+            assert!(
+                api.contains(&format!("`{}`", rule.code())),
+                "{rule:?} is not in docs/API.md"
+            );
         }
     }
 }

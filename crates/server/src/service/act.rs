@@ -167,11 +167,11 @@ impl Service {
                 fresh,
                 match live.record.status {
                     MatchStatus::Open => Err(ApiError::precondition(
-                        "match-not-started",
+                        Rule::MatchNotStarted,
                         "the match starts when every seat is taken",
                     )),
                     MatchStatus::Finished | MatchStatus::Abandoned => {
-                        Err(ApiError::precondition("match-over", "the match is over"))
+                        Err(ApiError::precondition(Rule::MatchOver, "the match is over"))
                     }
                     MatchStatus::Active => Ok(()),
                 }
@@ -196,7 +196,7 @@ impl Service {
                     // The bot sees what its seat may see, and nothing else.
                     let view = self.live_view(live, Viewer::Seat(seat)).await?;
                     let choice = bots::choose(strategy, id, seat, &view).ok_or_else(|| {
-                        ApiError::precondition("no-legal-action", "the bot has nothing to play")
+                        ApiError::precondition(Rule::NoLegalAction, "the bot has nothing to play")
                     })?;
                     (kinds::ACTION, live.game.parse_action(&choice)?)
                 }
@@ -204,7 +204,7 @@ impl Service {
                     let action = or_recheck!(
                         fresh,
                         live.state.default_action(seat).ok_or_else(|| {
-                            ApiError::precondition("not-awaited", "the seat is not awaited")
+                            ApiError::precondition(Rule::NotAwaited, "the seat is not awaited")
                         })
                     );
                     (kinds::TIMEOUT, action)

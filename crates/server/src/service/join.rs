@@ -48,7 +48,7 @@ impl Service {
                 or_recheck!(
                     fresh,
                     Err(ApiError::precondition(
-                        "match-not-open",
+                        Rule::MatchNotOpen,
                         "the match is not open to join",
                     ))
                 );
@@ -65,7 +65,7 @@ impl Service {
                         or_recheck!(
                             fresh,
                             Err(ApiError::precondition(
-                                "seat-taken",
+                                Rule::SeatTaken,
                                 format!("seat {seat} is taken"),
                             ))
                         );
@@ -79,7 +79,10 @@ impl Service {
                         .iter()
                         .find(|s| s.player.is_none())
                         .map(|s| s.seat)
-                        .ok_or_else(|| ApiError::precondition("match-full", "every seat is taken"))
+                        .ok_or_else(|| ApiError::precondition(
+                            Rule::MatchFull,
+                            "every seat is taken"
+                        ))
                 ),
             };
             let (token, token_hash) = match request_id {
@@ -242,7 +245,7 @@ impl Service {
             .is_some_and(|h| auth::same_hash(&h, &token_hash));
         if !holds {
             return Err(ApiError::precondition(
-                "seat-left",
+                Rule::SeatLeft,
                 format!("this request took seat {seat}, which its player has left since"),
             ));
         }

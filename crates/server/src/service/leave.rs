@@ -51,7 +51,7 @@ impl Service {
                     turns,
                     notify: Vec::new(),
                 },
-                _ => return Err(ApiError::precondition("match-over", "the match is over")),
+                _ => return Err(ApiError::precondition(Rule::MatchOver, "the match is over")),
             };
             let event = Event::Left { seat }
                 .to_new(request_id.map(str::to_owned), self.settings.clock.now());

@@ -38,7 +38,7 @@ use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 use crate::auth::{self, Keys};
 use crate::bots;
 use crate::deal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Rule};
 use crate::events::{Bot, Creation, Event};
 use crate::games::{GameKind, MatchState, NotDealt, Registry};
 use crate::limits;
@@ -166,7 +166,7 @@ macro_rules! or_recheck {
 /// The refusal of a request id sent again with a different request.
 fn request_id_reused() -> ApiError {
     ApiError::precondition(
-        "request-id-reused",
+        Rule::RequestIdReused,
         "this requestId was used for a different request; use a new id for a new request",
     )
 }

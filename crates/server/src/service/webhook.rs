@@ -56,7 +56,7 @@ impl Service {
             None => auth::random_bytes()?,
         };
         if is_over(record.status) {
-            return Err(ApiError::precondition("match-over", "the match is over"));
+            return Err(ApiError::precondition(Rule::MatchOver, "the match is over"));
         }
         self.store
             .set_webhook(id, seat, &req.url, secret, self.settings.clock.now())
