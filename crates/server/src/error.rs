@@ -223,6 +223,9 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// Shorthand for the service's results.
+pub type ApiResult<T> = Result<T, ApiError>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +241,3 @@ mod tests {
         }
     }
 }
-
-/// Shorthand for the service's results.
-pub type ApiResult<T> = Result<T, ApiError>;
