@@ -9,9 +9,9 @@ use missive_proto::v1 as pb;
 use missive_store::{GENESIS_HASH, MatchId, NewEvent, canonical_bytes, event_hash};
 use sha2::{Digest, Sha256};
 
-use crate::deal;
-use crate::events::{Bot, Creation, Event, kinds};
+use crate::events::{Bot, Creation, Event};
 use crate::games::{MatchState, Registry};
+use crate::table::Table;
 
 /// Why a log does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,6 +96,7 @@ pub fn stored_event(
             let action = action.as_ref().ok_or_else(|| bad(seq, "no action"))?;
             let action = game
                 .parse_action(action)
+                .and_then(|action| game.encode_action(&action))
                 .map_err(|e| bad(seq, e.to_string()))?;
             let seat = seat(*s)?;
             if matches!(event.body, Some(Body::Action(_))) {
@@ -137,9 +138,7 @@ pub fn verify(
     }
     let mut prev = GENESIS_HASH;
     let mut created: Option<pb::MatchCreated> = None;
-    let mut state: Option<Box<dyn MatchState>> = None;
-    // Until a match dealt at its start is dealt: each seat's holder's nonce.
-    let mut undealt: Option<deal::Holders> = None;
+    let mut table: Option<Table> = None;
     for (i, event) in log.events.iter().enumerate() {
         let seq = event.seq;
         if seq != i as u64 + 1 {
@@ -154,66 +153,45 @@ pub fn verify(
             return Err(bad(seq, "hash does not match the event's content"));
         }
         prev = hash;
-        match (&event.body, event.kind.as_str()) {
-            (Some(pb::audit_event::Body::Created(c)), kinds::CREATED) => {
-                let seats = c.seat_count as u8;
-                let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
-                let (game, parsed) = registry
-                    .parse_options(options, Some(seats))
-                    .map_err(|e| bad(seq, e.to_string()))?;
-                if c.deal_at_start {
-                    undealt = Some(deal::Holders::new(seats));
-                } else {
-                    // Dealt at creation, from the committed seed itself.
-                    state = Some(
-                        game.setup(&parsed.config, seats, seed)
-                            .map_err(|e| bad(seq, e.to_string()))?,
-                    );
-                }
-                created = Some(c.clone());
+        let typed = Event::parse(&stored.kind, &stored.payload).map_err(|e| bad(seq, e))?;
+        if let (Some(pb::audit_event::Body::Created(c)), Event::Created(creation)) =
+            (&event.body, &typed)
+        {
+            if table.is_some() {
+                return Err(bad(seq, "a second creation"));
             }
-            (Some(pb::audit_event::Body::Action(_)), kinds::ACTION)
-            | (Some(pb::audit_event::Body::TimedOut(_)), kinds::TIMEOUT) => {
-                let state = state
-                    .as_mut()
-                    .ok_or_else(|| bad(seq, "action before the deal"))?;
-                let Ok(Event::Action { seat, action } | Event::Timeout { seat, action }) =
-                    Event::parse(&stored.kind, &stored.payload)
-                else {
-                    return Err(bad(seq, "an action without its seat and action"));
-                };
-                state
-                    .apply(seat, &action)
-                    .map_err(|r| bad(seq, format!("the rules refuse this action: {}", r.rule)))?;
-            }
-            _ => {}
+            let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
+            let (game, _) = registry
+                .parse_options(options, Some(creation.seat_count))
+                .map_err(|e| bad(seq, e.to_string()))?;
+            // Dealt at creation from the committed seed itself (older matches), or at the start.
+            let dealt = Table::new(
+                game,
+                creation.config.clone(),
+                creation.seat_count,
+                seed,
+                creation.deal_at_start,
+            );
+            table = Some(dealt.map_err(|e| bad(seq, e.to_string()))?);
+            created = Some(c.clone());
         }
-        // The event that fills the last seat deals, from the committed seed and the nonce of
-        // every seat's holder at that moment.
-        if let Some(holders) = undealt.as_mut() {
-            let typed = Event::parse(&stored.kind, &stored.payload).map_err(|e| bad(seq, e))?;
-            holders
-                .note(seq, &typed)
-                .map_err(|_| bad(seq, "a seat is taken without a valid nonce"))?;
-            if let Some(nonces) = holders.all() {
-                let c = created
-                    .as_ref()
-                    .ok_or_else(|| bad(seq, "a seat taken before creation"))?;
-                let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
-                let seats = c.seat_count as u8;
-                let (game, parsed) = registry
-                    .parse_options(options, Some(seats))
-                    .map_err(|e| bad(seq, e.to_string()))?;
-                state = Some(
-                    game.setup(&parsed.config, seats, deal::seed(&seed, &nonces))
-                        .map_err(|e| bad(seq, e.to_string()))?,
-                );
-                undealt = None;
-            }
+        let table = table
+            .as_mut()
+            .ok_or_else(|| bad(seq, "an event before the creation"))?;
+        if matches!(typed, Event::Action { .. } | Event::Timeout { .. }) && !table.dealt() {
+            return Err(bad(seq, "action before the deal"));
         }
+        // The same fold as the server's: the event that fills the last seat deals, from the
+        // committed seed and the nonce of every seat's holder at that moment.
+        table
+            .apply(seq, &typed)
+            .map_err(|e| bad(seq, format!("the event does not replay: {e}")))?;
     }
-    if undealt.is_some() {
-        return Err(AuditError::Malformed("the match never started".into()));
+    match table {
+        Some(table) if table.dealt() => Ok(table.state().boxed_clone()),
+        Some(_) => Err(AuditError::Malformed("the match never started".into())),
+        None => Err(AuditError::Malformed(
+            "the log has no creation event".into(),
+        )),
     }
-    state.ok_or_else(|| AuditError::Malformed("the log has no creation event".into()))
 }

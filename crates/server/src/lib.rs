@@ -22,6 +22,7 @@ pub mod limits;
 pub mod metrics;
 pub mod routes;
 pub mod service;
+pub mod table;
 pub mod turns;
 pub mod webhooks;
 

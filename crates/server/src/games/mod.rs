@@ -1,14 +1,20 @@
 //! The per-game adapter: how the service drives any game through one object-safe interface,
 //! and how each game maps its rules types to and from its proto messages.
 //!
-//! A game plugs in by implementing [`ProtoGame`] (the hand-written proto mapping, kept at the
-//! edge so rules types never derive prost) and adding one line to [`Registry::new`]. The
-//! service never names a game: it dispatches on the stable kind (`love-letter`) stored with
-//! every match, or on the oneof field set in a request.
+//! A game plugs in with a folder `games/<game>/`: `proto.rs` implements [`ProtoGame`] (the
+//! hand-written proto mapping, kept at the edge so rules types never derive prost) and
+//! `bot.rs` its bot strategies ([`Strategies`]); and one line in [`registered_games!`] below.
+//! The service never names a game: it dispatches on the stable kind (`love-letter`) stored
+//! with every match, or on the oneof field set in a request.
+//!
+//! Actions cross the object-safe interface typed, as [`AnyAction`] (one variant per game,
+//! holding the rules' own action type): a request's action is parsed into it once, the rules
+//! apply it as it is, and JSON appears only where an action is stored or read back from the
+//! store.
 
-pub mod amori;
-pub mod lopti;
-pub mod love_letter;
+mod amori;
+mod lopti;
+mod love_letter;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -16,13 +22,59 @@ use std::sync::Arc;
 
 use missive_proto::v1 as pb;
 use missive_rules::{Game, GameError, Observation, Outcome, Seat, SeatSet, Seed, Viewer};
+use missive_store::MatchId;
+use serde::Deserialize;
 use serde_json::Value;
 
+use crate::bots::{self, Strategies};
 use crate::error::{ApiError, ApiResult};
+
+/// Every game this server plays: the [`AnyAction`] variant and the rules type of each. Adding
+/// a game is one line here (and its folder).
+macro_rules! registered_games {
+    ($($variant:ident => $game:ty),+ $(,)?) => {
+        /// An action of one of this server's games, as its rules type it.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum AnyAction {
+            $($variant(<$game as Game>::Action)),+
+        }
+
+        $(impl Registered for $game {
+            fn wrap(action: Self::Action) -> AnyAction {
+                AnyAction::$variant(action)
+            }
+
+            fn unwrap(action: &AnyAction) -> Option<&Self::Action> {
+                #[allow(unreachable_patterns)]
+                match action {
+                    AnyAction::$variant(action) => Some(action),
+                    _ => None,
+                }
+            }
+        })+
+
+        fn registered() -> Vec<Arc<dyn GameKind>> {
+            vec![$(Arc::new(Adapter::<$game>::default())),+]
+        }
+    };
+}
+
+registered_games! {
+    LoveLetter => missive_rules::love_letter::LoveLetter,
+    Lopti => missive_rules::lopti::Lopti,
+    Amori => missive_rules::amori::Amori,
+}
+
+/// A game's place in [`AnyAction`], implemented by [`registered_games!`].
+pub trait Registered: Game {
+    fn wrap(action: Self::Action) -> AnyAction;
+    /// `None` for another game's action.
+    fn unwrap(action: &AnyAction) -> Option<&Self::Action>;
+}
 
 /// A game's proto mapping. Conversions from proto validate the shape only; the rules decide
 /// legality.
-pub trait ProtoGame: Game {
+pub trait ProtoGame: Registered + Strategies {
     /// The game's options, if `options` names this game.
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Self::Config, String>>;
     /// The options as shown to clients. `reveal` is false while the match runs: secrets such
@@ -67,8 +119,8 @@ pub struct ParsedOptions {
     pub fixed_deck: bool,
 }
 
-/// One game, object-safe. Configs and actions cross this boundary as the rules' serde JSON,
-/// which is also how they are stored.
+/// One game, object-safe. Actions cross this boundary typed ([`AnyAction`]); configs as the
+/// rules' serde JSON, which is how the match row stores them.
 pub trait GameKind: Send + Sync + Debug + 'static {
     fn kind(&self) -> &'static str;
     fn rules_version(&self) -> u32;
@@ -83,20 +135,26 @@ pub trait GameKind: Send + Sync + Debug + 'static {
     fn fixed_deck(&self, config: &Value) -> bool;
     fn setup(&self, config: &Value, seats: u8, seed: [u8; 32]) -> ApiResult<Box<dyn MatchState>>;
     fn restore(&self, state: Value) -> ApiResult<Box<dyn MatchState>>;
-    fn parse_action(&self, action: &pb::GameAction) -> ApiResult<Value>;
-    fn action_to_proto(&self, action: &Value) -> ApiResult<pb::GameAction>;
-    /// See [`ProtoGame::action_is_public`]; false for an unreadable action.
-    fn action_is_public(&self, action: &Value) -> bool;
+    /// A request's action, parsed once into the rules' type (its shape checked, not its
+    /// legality).
+    fn parse_action(&self, action: &pb::GameAction) -> ApiResult<AnyAction>;
+    /// A stored action (the rules' serde JSON, as events hold it).
+    fn decode_action(&self, stored: &Value) -> ApiResult<AnyAction>;
+    /// The action as events store it.
+    fn encode_action(&self, action: &AnyAction) -> ApiResult<Value>;
+    fn action_to_proto(&self, action: &AnyAction) -> ApiResult<pb::GameAction>;
+    /// See [`ProtoGame::action_is_public`]; false for another game's action.
+    fn action_is_public(&self, action: &AnyAction) -> bool;
 }
 
 /// A running match's state, object-safe.
 pub trait MatchState: Send + Sync + Debug {
     fn boxed_clone(&self) -> Box<dyn MatchState>;
-    /// Apply a stored or parsed action (rules serde JSON). On `Err` the state is unchanged.
+    /// Apply an action. On `Err` the state is unchanged.
     fn apply(
         &mut self,
         seat: Seat,
-        action: &Value,
+        action: &AnyAction,
     ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal>;
     /// What setup told the table; see [`missive_rules::Game::setup_observations`].
     fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>>;
@@ -104,9 +162,18 @@ pub trait MatchState: Send + Sync + Debug {
     fn legal_actions(&self, seat: Seat) -> Vec<pb::GameAction>;
     fn view(&self, viewer: Viewer) -> pb::GameView;
     fn outcome(&self) -> Option<Outcome>;
-    /// The action a turn timeout plays for `seat` (rules serde JSON); `None` if the seat is
-    /// not awaited. See [`missive_rules::Game::default_action`].
-    fn default_action(&self, seat: Seat) -> Option<Value>;
+    /// The action a turn timeout plays for `seat`; `None` if the seat is not awaited. See
+    /// [`missive_rules::Game::default_action`].
+    fn default_action(&self, seat: Seat) -> Option<AnyAction>;
+    /// The action the bot with `strategy` playing `seat` chooses at `version`, from the seat's
+    /// view and legal actions only (see `bots.rs`); `None` when it has none.
+    fn bot_action(
+        &self,
+        strategy: &str,
+        match_id: MatchId,
+        version: u64,
+        seat: Seat,
+    ) -> Option<AnyAction>;
     fn to_json(&self) -> ApiResult<Value>;
 }
 
@@ -193,20 +260,35 @@ impl<G: ProtoGame> GameKind for Adapter<G> {
         Ok(Box::new(State(game)))
     }
 
-    fn parse_action(&self, action: &pb::GameAction) -> ApiResult<Value> {
-        let action = G::action_from_proto(action).map_err(ApiError::InvalidArgument)?;
-        serde_json::to_value(&action).map_err(|e| ApiError::internal(e.to_string()))
+    fn parse_action(&self, action: &pb::GameAction) -> ApiResult<AnyAction> {
+        G::action_from_proto(action)
+            .map(G::wrap)
+            .map_err(ApiError::InvalidArgument)
     }
 
-    fn action_to_proto(&self, action: &Value) -> ApiResult<pb::GameAction> {
-        let action: G::Action = serde_json::from_value(action.clone())
-            .map_err(|e| ApiError::internal(format!("stored action unreadable: {e}")))?;
-        Ok(G::action_to_proto(&action))
+    fn decode_action(&self, stored: &Value) -> ApiResult<AnyAction> {
+        G::Action::deserialize(stored)
+            .map(G::wrap)
+            .map_err(|e| ApiError::internal(format!("stored {} action unreadable: {e}", G::KIND)))
     }
 
-    fn action_is_public(&self, action: &Value) -> bool {
-        serde_json::from_value::<G::Action>(action.clone()).is_ok_and(|a| G::action_is_public(&a))
+    fn encode_action(&self, action: &AnyAction) -> ApiResult<Value> {
+        serde_json::to_value(own::<G>(action)?).map_err(|e| ApiError::internal(e.to_string()))
     }
+
+    fn action_to_proto(&self, action: &AnyAction) -> ApiResult<pb::GameAction> {
+        Ok(G::action_to_proto(own::<G>(action)?))
+    }
+
+    fn action_is_public(&self, action: &AnyAction) -> bool {
+        G::unwrap(action).is_some_and(G::action_is_public)
+    }
+}
+
+/// `action` as `G`'s own; another game's action is a bug of the caller's.
+fn own<G: ProtoGame>(action: &AnyAction) -> ApiResult<&G::Action> {
+    G::unwrap(action)
+        .ok_or_else(|| ApiError::internal(format!("not an action of {}: {action:?}", G::KIND)))
 }
 
 fn observations_to_proto<G: ProtoGame>(
@@ -229,13 +311,13 @@ impl<G: ProtoGame> MatchState for State<G> {
     fn apply(
         &mut self,
         seat: Seat,
-        action: &Value,
+        action: &AnyAction,
     ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
-        let action: G::Action = serde_json::from_value(action.clone()).map_err(|_| Refusal {
+        let action = G::unwrap(action).ok_or_else(|| Refusal {
             rule: "malformed-action",
             message: "this is not an action of this game".into(),
         })?;
-        let observations = self.0.apply(seat, &action).map_err(|e| Refusal {
+        let observations = self.0.apply(seat, action).map_err(|e| Refusal {
             rule: e.code(),
             message: e.to_string(),
         })?;
@@ -266,9 +348,21 @@ impl<G: ProtoGame> MatchState for State<G> {
         self.0.outcome()
     }
 
-    fn default_action(&self, seat: Seat) -> Option<Value> {
-        let action = self.0.default_action(seat)?;
-        serde_json::to_value(&action).ok()
+    fn default_action(&self, seat: Seat) -> Option<AnyAction> {
+        self.0.default_action(seat).map(G::wrap)
+    }
+
+    fn bot_action(
+        &self,
+        strategy: &str,
+        match_id: MatchId,
+        version: u64,
+        seat: Seat,
+    ) -> Option<AnyAction> {
+        // The bot is handed the seat's view and legal actions, and nothing else of the state.
+        let view = self.0.view(Viewer::Seat(seat));
+        let legal = self.0.legal_actions(seat);
+        bots::choose::<G>(strategy, match_id, version, seat, &view, &legal).map(G::wrap)
     }
 
     fn to_json(&self) -> ApiResult<Value> {
@@ -286,7 +380,11 @@ impl MatchState for NotDealt {
         Box::new(*self)
     }
 
-    fn apply(&mut self, _: Seat, _: &Value) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
+    fn apply(
+        &mut self,
+        _: Seat,
+        _: &AnyAction,
+    ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
         Err(Refusal {
             rule: "match-not-started",
             message: "the match starts when every seat is taken".into(),
@@ -313,7 +411,11 @@ impl MatchState for NotDealt {
         None
     }
 
-    fn default_action(&self, _: Seat) -> Option<Value> {
+    fn default_action(&self, _: Seat) -> Option<AnyAction> {
+        None
+    }
+
+    fn bot_action(&self, _: &str, _: MatchId, _: u64, _: Seat) -> Option<AnyAction> {
         None
     }
 
@@ -330,14 +432,10 @@ pub struct Registry {
 
 impl Registry {
     pub fn new() -> Self {
-        let mut games: HashMap<&'static str, Arc<dyn GameKind>> = HashMap::new();
-        let love_letter: Arc<dyn GameKind> =
-            Arc::new(Adapter::<missive_rules::love_letter::LoveLetter>::default());
-        games.insert(love_letter.kind(), love_letter);
-        let amori: Arc<dyn GameKind> = Arc::new(Adapter::<missive_rules::amori::Amori>::default());
-        games.insert(amori.kind(), amori);
-        let lopti: Arc<dyn GameKind> = Arc::new(Adapter::<missive_rules::lopti::Lopti>::default());
-        games.insert(lopti.kind(), lopti);
+        let games = registered()
+            .into_iter()
+            .map(|game| (game.kind(), game))
+            .collect();
         Registry { games }
     }
 
@@ -368,5 +466,88 @@ impl Registry {
 impl Default for Registry {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The round trips every game's proto mapping keeps, walked over many random legal games
+/// (each game's `proto.rs` runs it with configs of its own).
+#[cfg(test)]
+pub(crate) mod round_trip {
+    use std::fmt::Debug;
+
+    use missive_rules::{Seed, Viewer};
+    use prost::Message;
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+
+    use super::ProtoGame;
+
+    /// A proto message reads back unchanged from its wire bytes and from its canonical JSON.
+    fn through_the_wire<M>(message: &M)
+    where
+        M: Message + Default + PartialEq + Debug + Serialize + DeserializeOwned,
+    {
+        let bytes = message.encode_to_vec();
+        assert_eq!(&M::decode(bytes.as_slice()).expect("decodes"), message);
+        let json = serde_json::to_string(message).expect("to JSON");
+        let back: M = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+        assert_eq!(&back, message, "{json}");
+    }
+
+    /// What the walks saw: how many of each message they checked.
+    #[derive(Debug, Default)]
+    pub(crate) struct Checked {
+        pub(crate) actions: usize,
+        pub(crate) views: usize,
+        pub(crate) events: usize,
+    }
+
+    /// For each config and seat count, `games` random games of up to `steps` actions: the
+    /// options read back from their revealed proto form; every legal action reads back from
+    /// its proto form; every view (each seat's and a spectator's) and every observation maps
+    /// to a message that survives the wire and JSON.
+    pub(crate) fn walk<G: ProtoGame>(configs: &[G::Config], games: u64, steps: u64) -> Checked {
+        let mut checked = Checked::default();
+        for config in configs {
+            let options = G::options_to_proto(config, true);
+            through_the_wire(&options);
+            assert_eq!(
+                G::options_from_proto(&options),
+                Some(Ok(config.clone())),
+                "{options:?}"
+            );
+            for seats in G::seat_range(config) {
+                for seed in 0..games {
+                    let mut game = G::setup(config, seats, Seed::from_u64(seed)).expect("setup");
+                    let mut told = game.setup_observations();
+                    let mut pick = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                    for _ in 0..steps {
+                        for observation in &told {
+                            through_the_wire(&G::event_to_proto(&observation.event));
+                            checked.events += 1;
+                        }
+                        let viewers = (0..seats).map(Viewer::Seat).chain([Viewer::Spectator]);
+                        for viewer in viewers {
+                            through_the_wire(&G::view_to_proto(&game.view(viewer)));
+                            checked.views += 1;
+                        }
+                        let Some(seat) = game.awaiting().iter().next() else {
+                            break;
+                        };
+                        let legal = game.legal_actions(seat);
+                        for action in &legal {
+                            let proto = G::action_to_proto(action);
+                            through_the_wire(&proto);
+                            assert_eq!(G::action_from_proto(&proto).as_ref(), Ok(action));
+                            checked.actions += 1;
+                        }
+                        pick = pick.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        let action = &legal[(pick >> 33) as usize % legal.len()];
+                        told = game.apply(seat, action).expect("a legal action applies");
+                    }
+                }
+            }
+        }
+        checked
     }
 }

@@ -122,12 +122,8 @@ impl Service {
             None => uuid::Uuid::new_v4(),
         };
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
-        let mut pending = Undealt::new(seed, seats);
-        pending.holders.note(1, &first)?;
-        let (state, undealt) = match pending.deal(game.as_ref(), &parsed.config, seats)? {
-            Some(dealt) => (dealt, None),
-            None => (Box::new(NotDealt) as Box<dyn MatchState>, Some(pending)),
-        };
+        let mut table = Table::new(game.clone(), parsed.config.clone(), seats, seed, true)?;
+        table.apply(1, &first)?;
         let all_seats: Vec<SeatRecord> = (0..seats)
             .map(|seat| {
                 taken
@@ -147,7 +143,7 @@ impl Service {
                 reminder_secs: req.turn_reminder_secs,
             },
             status,
-            state.as_ref(),
+            table.state(),
             SeatSet::EMPTY,
             None,
             now,
@@ -198,17 +194,7 @@ impl Service {
         let mut guard = slot.lock().await;
         if guard.is_none() && record.version == events.last().map_or(0, |e| e.seq) {
             // A new match awaits no human seat yet: open, or all bots.
-            *guard = Some(Live {
-                record,
-                game,
-                state,
-                request_ids: HashMap::new(),
-                whole_log: true,
-                deadlines: Vec::new(),
-                seed: None,
-                vacated: Vec::new(),
-                undealt,
-            });
+            *guard = Some(Live::new(record, table, true, HashMap::new()));
         }
         Ok(pb::CreateMatchResponse {
             r#match: Some(info),

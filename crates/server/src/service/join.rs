@@ -28,183 +28,204 @@ impl Service {
             }
             None => deal::random_nonce()?,
         };
-        // As with actions: the cached match is trusted, a stale one fails the append's version
-        // check, and a refusal is only returned once a fresh read confirms it.
-        let mut fresh = false;
-        for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = self.for_write(id, &mut fresh).await?;
-            let live = guard
-                .as_mut()
-                .ok_or_else(|| ApiError::internal("match not loaded"))?;
-            if let (Some(request_id), Some(stored_id)) = (request_id, &stored_id)
-                && let Some(&seq) = live.request_ids.get(stored_id)
-            {
-                let again = self
-                    .joined_again(live, &req, &player, request_id, seq)
-                    .await;
-                return Ok(or_recheck!(fresh, again));
-            }
-            if live.record.status != MatchStatus::Open {
-                or_recheck!(
-                    fresh,
-                    Err(ApiError::precondition(
-                        Rule::MatchNotOpen,
-                        "the match is not open to join",
+        let keys = self.keys().await?;
+        // A seat token of the server's own drawing, unless the request id derives one.
+        let drawn = match request_id {
+            Some(_) => None,
+            None => Some(auth::new_token()?),
+        };
+        let join = Join {
+            id,
+            req: &req,
+            player: &player,
+            request_id,
+            stored_id,
+            nonce,
+            keys,
+            drawn,
+        };
+        self.write(id, &join).await
+    }
+}
+
+/// A join: who takes which seat, under which request id.
+pub(super) struct Join<'a> {
+    pub(super) id: MatchId,
+    pub(super) req: &'a pb::JoinMatchRequest,
+    pub(super) player: &'a str,
+    pub(super) request_id: Option<&'a str>,
+    /// The request id as the join's event stores it (see [`Keys::join_request_id`]).
+    pub(super) stored_id: Option<String>,
+    pub(super) nonce: String,
+    pub(super) keys: &'a Keys,
+    /// A seat token and its hash, when no request id derives them.
+    pub(super) drawn: Option<(String, [u8; 32])>,
+}
+
+/// The seat a join takes, with the seat token it answers.
+pub(super) struct Taken {
+    pub(super) seat: u8,
+    pub(super) token: String,
+    pub(super) token_hash: [u8; 32],
+}
+
+impl Command for Join<'_> {
+    type Plan = Option<Taken>;
+    type Answer = pb::JoinMatchResponse;
+
+    fn decide(
+        &self,
+        live: &Live,
+        fresh: bool,
+        at: DateTime<Utc>,
+    ) -> ApiResult<Decision<Option<Taken>>> {
+        if let Some(stored_id) = &self.stored_id
+            && let Some(&seq) = live.request_ids.get(stored_id)
+        {
+            return Ok(Decision::Again(seq, None));
+        }
+        let record = &live.record;
+        if record.status != MatchStatus::Open {
+            return Err(ApiError::precondition(
+                Rule::MatchNotOpen,
+                "the match is not open to join",
+            ));
+        }
+        let seat = match self.req.seat {
+            Some(seat) => {
+                let s = record.seats.get(seat as usize).ok_or_else(|| {
+                    ApiError::invalid(format!(
+                        "seat {seat} does not exist (seats 0 to {})",
+                        record.seat_count.saturating_sub(1)
                     ))
-                );
-            }
-            let seat = match req.seat {
-                Some(seat) => {
-                    let s = live.record.seats.get(seat as usize).ok_or_else(|| {
-                        ApiError::invalid(format!(
-                            "seat {seat} does not exist (seats 0 to {})",
-                            live.record.seat_count.saturating_sub(1)
-                        ))
-                    })?;
-                    if s.player.is_some() {
-                        or_recheck!(
-                            fresh,
-                            Err(ApiError::precondition(
-                                Rule::SeatTaken,
-                                format!("seat {seat} is taken"),
-                            ))
-                        );
-                    }
-                    s.seat
+                })?;
+                if s.player.is_some() {
+                    return Err(ApiError::precondition(
+                        Rule::SeatTaken,
+                        format!("seat {seat} is taken"),
+                    ));
                 }
-                None => or_recheck!(
-                    fresh,
-                    live.record
-                        .seats
-                        .iter()
-                        .find(|s| s.player.is_none())
-                        .map(|s| s.seat)
-                        .ok_or_else(|| ApiError::precondition(
-                            Rule::MatchFull,
-                            "every seat is taken"
-                        ))
-                ),
-            };
-            let (token, token_hash) = match request_id {
-                Some(request_id) => self.keys().await?.seat_token(id, seat, request_id),
-                None => auth::new_token()?,
-            };
-            let starts = live
-                .record
+                s.seat
+            }
+            None => record
                 .seats
                 .iter()
-                .filter(|s| s.player.is_none())
-                .count()
-                == 1;
-            // A free seat's webhook, if any, is a previous player's: it must not learn of
-            // this player's turns. Removed only from a freshly read match, so a stale cache
-            // never removes the webhook of a player who took the seat on another server.
-            if live.may_have_old_webhook(seat) {
-                if !fresh {
-                    fresh = true;
-                    continue;
-                }
-                self.store.remove_webhook(id, seat).await?;
-            }
-            let at = self.settings.clock.now();
-            let status = if starts {
-                MatchStatus::Active
-            } else {
-                MatchStatus::Open
-            };
-            let joined = Event::Joined {
-                seat,
-                player: player.clone(),
-                nonce: Some(nonce.clone()),
-            };
-            // A match dealt at its start is dealt by this join when it takes the last seat.
-            let dealt = match &live.undealt {
-                Some(undealt) if starts => {
-                    let mut undealt = undealt.clone();
-                    undealt.holders.note(live.record.version + 1, &joined)?;
-                    undealt.deal(
-                        live.game.as_ref(),
-                        &live.record.config,
-                        live.record.seat_count,
-                    )?
-                }
-                _ => None,
-            };
-            let state = dealt.as_deref().unwrap_or(live.state.as_ref());
-            let update = MatchUpdate {
-                status: starts.then_some(MatchStatus::Active),
-                seats: vec![SeatRecord {
-                    seat,
-                    player: Some(player.clone()),
-                    token_hash: Some(token_hash),
-                    bot: None,
-                }],
-                turns: pending_turns(
-                    &live.record.seats,
-                    Timing::of(&live.record),
-                    status,
-                    state,
-                    SeatSet::EMPTY,
-                    None,
-                    at,
-                ),
-                // The match starts: every seat it awaits is newly awaited.
-                notify: if starts {
-                    let seq = live.record.version + 1;
-                    crate::webhooks::your_turn(id, seq, at, state.awaiting().iter())
-                } else {
-                    Vec::new()
-                },
-            };
-            let event = joined.to_new(stored_id.clone(), at);
-            let update_turns = update.turns.clone();
-            match self
-                .store
-                .append(id, live.record.version, vec![event], update)
-                .await
-            {
-                Ok(appended) if appended.duplicate => {
-                    // Another server took the seat for this request first: answer as it did.
-                    *guard = None;
-                    drop(guard);
-                    let mut guard = self.current(id).await?;
-                    let live = guard
-                        .as_mut()
-                        .ok_or_else(|| ApiError::internal("match not loaded"))?;
-                    let seq = appended.events.first().map_or(0, |e| e.seq);
-                    let request_id = request_id.unwrap_or_default();
-                    return self
-                        .joined_again(live, &req, &player, request_id, seq)
-                        .await;
-                }
-                Ok(appended) => {
-                    let webhooks_queued = appended.webhooks_queued;
-                    for event in appended.events {
-                        self.after_append(live, event)?;
-                    }
-                    // The one change the event does not carry.
-                    if let Some(s) = live.record.seats.get_mut(usize::from(seat)) {
-                        s.token_hash = Some(token_hash);
-                    }
-                    self.wrote_turns(update_turns.as_ref());
-                    self.wake_webhooks(webhooks_queued);
-                    tracing::info!(match_id = %id, seat, "seat taken");
-                    let info = self.info(&live.record, live.game.as_ref()).await?;
-                    return Ok(pb::JoinMatchResponse {
-                        seat: seat.into(),
-                        seat_token: token,
-                        r#match: Some(info),
-                    });
-                }
-                Err(StoreError::Conflict { .. }) => *guard = None,
-                Err(e) => return Err(e.into()),
-            }
+                .find(|s| s.player.is_none())
+                .map(|s| s.seat)
+                .ok_or_else(|| ApiError::precondition(Rule::MatchFull, "every seat is taken"))?,
+        };
+        // A free seat's webhook, if any, is a previous player's: it must not learn of this
+        // player's turns. Removed only from a freshly read match, so a stale cache never
+        // removes the webhook of a player who took the seat on another server.
+        let remove_webhook = live.may_have_old_webhook(seat).then_some(seat);
+        if remove_webhook.is_some() && !fresh {
+            return Ok(Decision::Recheck);
         }
-        Err(ApiError::Unavailable(
-            "too much contention on this match".into(),
+        let (token, token_hash) = match (self.request_id, &self.drawn) {
+            (Some(request_id), _) => self.keys.seat_token(self.id, seat, request_id),
+            (None, Some(drawn)) => drawn.clone(),
+            (None, None) => return Err(ApiError::internal("a join without a seat token")),
+        };
+        let starts = record.seats.iter().filter(|s| s.player.is_none()).count() == 1;
+        let status = if starts {
+            MatchStatus::Active
+        } else {
+            MatchStatus::Open
+        };
+        let seq = record.version + 1;
+        let event = Event::Joined {
+            seat,
+            player: self.player.to_owned(),
+            nonce: Some(self.nonce.clone()),
+        };
+        // A match dealt at its start is dealt by this join when it takes the last seat.
+        let mut next = live.table.clone();
+        let observations = next.apply(seq, &event)?;
+        let update = MatchUpdate {
+            status: starts.then_some(MatchStatus::Active),
+            seats: vec![SeatRecord {
+                seat,
+                player: Some(self.player.to_owned()),
+                token_hash: Some(token_hash),
+                bot: None,
+            }],
+            turns: pending_turns(
+                &record.seats,
+                Timing::of(record),
+                status,
+                next.state(),
+                SeatSet::EMPTY,
+                None,
+                at,
+            ),
+            // The match starts: every seat it awaits is newly awaited.
+            notify: if starts {
+                crate::webhooks::your_turn(self.id, seq, at, next.state().awaiting().iter())
+            } else {
+                Vec::new()
+            },
+        };
+        let write = Write {
+            event,
+            request_id: self.stored_id.clone(),
+            at,
+            update,
+            applied: Some(Applied {
+                table: next,
+                observations,
+            }),
+            ends: false,
+            remove_webhook,
+        };
+        Ok(Decision::Append(
+            Box::new(write),
+            Some(Taken {
+                seat,
+                token,
+                token_hash,
+            }),
         ))
     }
 
+    async fn answer(
+        &self,
+        service: &Service,
+        live: &mut Live,
+        taken: Option<Taken>,
+    ) -> ApiResult<pb::JoinMatchResponse> {
+        let Taken {
+            seat,
+            token,
+            token_hash,
+        } = taken.ok_or_else(|| ApiError::internal("a join appended without its seat"))?;
+        // The one change the event does not carry.
+        if let Some(s) = live.record.seats.get_mut(usize::from(seat)) {
+            s.token_hash = Some(token_hash);
+        }
+        tracing::info!(match_id = %self.id, seat, "seat taken");
+        let info = service.info(&live.record, live.game()).await?;
+        Ok(pb::JoinMatchResponse {
+            seat: seat.into(),
+            seat_token: token,
+            r#match: Some(info),
+        })
+    }
+
+    async fn again(
+        &self,
+        service: &Service,
+        live: &Live,
+        seq: u64,
+        _: Option<Taken>,
+    ) -> ApiResult<pb::JoinMatchResponse> {
+        let request_id = self.request_id.unwrap_or_default();
+        service
+            .joined_again(live, self.req, self.player, request_id, seq)
+            .await
+    }
+}
+
+impl Service {
     /// The answer to a join retried with its request id, whose event is at `seq`: the same
     /// seat and the same seat token, while the player still holds the seat.
     pub(super) async fn joined_again(
@@ -252,7 +273,7 @@ impl Service {
         Ok(pb::JoinMatchResponse {
             seat: seat.into(),
             seat_token: token,
-            r#match: Some(self.info(&live.record, live.game.as_ref()).await?),
+            r#match: Some(self.info(&live.record, live.game()).await?),
         })
     }
 }

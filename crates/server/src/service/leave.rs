@@ -10,84 +10,98 @@ impl Service {
     ) -> ApiResult<pb::LeaveMatchResponse> {
         let id = parse_id(&req.match_id)?;
         let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
-        for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = self.current(id).await?;
-            let live = guard
-                .as_mut()
-                .ok_or_else(|| ApiError::internal("match not loaded"))?;
-            if let Some(&seq) = request_id.and_then(|r| live.request_ids.get(r)) {
-                return self.left_again(live, caller, seq).await;
-            }
-            let Viewer::Seat(seat) =
-                auth::viewer(&live.record, caller.token.as_deref(), None, true)?
-            else {
-                unreachable!("a required token gives a seat")
-            };
-            // Nobody is awaited any more, whether the seat is freed or the match abandoned.
-            let turns = pending_turns(
-                &live.record.seats,
-                Timing::of(&live.record),
-                MatchStatus::Abandoned,
-                live.state.as_ref(),
-                SeatSet::EMPTY,
-                None,
-                self.settings.clock.now(),
-            );
-            let update = match live.record.status {
-                MatchStatus::Open => MatchUpdate {
-                    status: None,
-                    seats: vec![SeatRecord {
-                        seat,
-                        player: None,
-                        token_hash: None,
-                        bot: None,
-                    }],
-                    turns,
-                    notify: Vec::new(),
-                },
-                MatchStatus::Active => MatchUpdate {
-                    status: Some(MatchStatus::Abandoned),
-                    seats: Vec::new(),
-                    turns,
-                    notify: Vec::new(),
-                },
-                _ => return Err(ApiError::precondition(Rule::MatchOver, "the match is over")),
-            };
-            let event = Event::Left { seat }
-                .to_new(request_id.map(str::to_owned), self.settings.clock.now());
-            match self
-                .store
-                .append(id, live.record.version, vec![event], update)
-                .await
-            {
-                Ok(appended) if appended.duplicate => {
-                    *guard = None;
-                    drop(guard);
-                    let guard = self.current(id).await?;
-                    let live = guard
-                        .as_ref()
-                        .ok_or_else(|| ApiError::internal("match not loaded"))?;
-                    let seq = appended.events.first().map_or(0, |e| e.seq);
-                    return self.left_again(live, caller, seq).await;
-                }
-                Ok(appended) => {
-                    for event in appended.events {
-                        self.after_append(live, event)?;
-                    }
-                    let info = self.info(&live.record, live.game.as_ref()).await?;
-                    return Ok(pb::LeaveMatchResponse {
-                        r#match: Some(info),
-                    });
-                }
-                Err(StoreError::Conflict { .. }) => *guard = None,
-                Err(e) => return Err(e.into()),
-            }
+        self.write(id, &Leave { caller, request_id }).await
+    }
+}
+
+/// A seat's holder leaves it.
+pub(super) struct Leave<'a> {
+    pub(super) caller: &'a Caller,
+    pub(super) request_id: Option<&'a str>,
+}
+
+impl Command for Leave<'_> {
+    type Plan = ();
+    type Answer = pb::LeaveMatchResponse;
+
+    /// A leave frees a seat or abandons the match: decided from a current match only.
+    const FRESH: bool = true;
+
+    fn decide(&self, live: &Live, _fresh: bool, at: DateTime<Utc>) -> ApiResult<Decision<()>> {
+        if let Some(&seq) = self.request_id.and_then(|r| live.request_ids.get(r)) {
+            return Ok(Decision::Again(seq, ()));
         }
-        Err(ApiError::Unavailable(
-            "too much contention on this match".into(),
-        ))
+        let Viewer::Seat(seat) =
+            auth::viewer(&live.record, self.caller.token.as_deref(), None, true)?
+        else {
+            unreachable!("a required token gives a seat")
+        };
+        // Nobody is awaited any more, whether the seat is freed or the match abandoned.
+        let turns = pending_turns(
+            &live.record.seats,
+            Timing::of(&live.record),
+            MatchStatus::Abandoned,
+            live.state(),
+            SeatSet::EMPTY,
+            None,
+            at,
+        );
+        let update = match live.record.status {
+            MatchStatus::Open => MatchUpdate {
+                status: None,
+                seats: vec![SeatRecord {
+                    seat,
+                    player: None,
+                    token_hash: None,
+                    bot: None,
+                }],
+                turns,
+                notify: Vec::new(),
+            },
+            MatchStatus::Active => MatchUpdate {
+                status: Some(MatchStatus::Abandoned),
+                seats: Vec::new(),
+                turns,
+                notify: Vec::new(),
+            },
+            _ => return Err(ApiError::precondition(Rule::MatchOver, "the match is over")),
+        };
+        let write = Write {
+            event: Event::Left { seat },
+            request_id: self.request_id.map(str::to_owned),
+            at,
+            update,
+            applied: None,
+            ends: false,
+            remove_webhook: None,
+        };
+        Ok(Decision::Append(Box::new(write), ()))
     }
 
+    async fn answer(
+        &self,
+        service: &Service,
+        live: &mut Live,
+        (): (),
+    ) -> ApiResult<pb::LeaveMatchResponse> {
+        let info = service.info(&live.record, live.game()).await?;
+        Ok(pb::LeaveMatchResponse {
+            r#match: Some(info),
+        })
+    }
+
+    async fn again(
+        &self,
+        service: &Service,
+        live: &Live,
+        seq: u64,
+        (): (),
+    ) -> ApiResult<pb::LeaveMatchResponse> {
+        service.left_again(live, self.caller, seq).await
+    }
+}
+
+impl Service {
     /// The answer to a leave retried with its request id, whose event is at `seq`: the match as
     /// it is now. The seat's token may no longer be valid (a seat left before the start is
     /// freed), so it is only required to be present, and to be the leaving seat's if it names
@@ -117,7 +131,7 @@ impl Service {
             return Err(request_id_reused());
         }
         Ok(pb::LeaveMatchResponse {
-            r#match: Some(self.info(&live.record, live.game.as_ref()).await?),
+            r#match: Some(self.info(&live.record, live.game()).await?),
         })
     }
 }

@@ -3,12 +3,13 @@
 //! request messages of the public API and the caller's bearer token, and relay the result.
 //!
 //! One action's path: authenticate → the cached match (loaded when absent: the newest snapshot
-//! plus the events after it) → the rules apply it → append with the expected version → fold
-//! the event into the cache → notify watchers. Writes trust the cache: one made from a stale
-//! cache (another replica appended meanwhile) fails the store's version check and is retried
-//! from a fresh read, and a refusal made from the cache is only returned once a fresh read
-//! confirms it (`for_write`, `or_recheck!`). Reads (views, history, watches) first bring the
-//! cache up to the store's version.
+//! plus the events after it) → the command decides from it, the rules validating the action
+//! once → append with the expected version → fold the event into the cache as decided →
+//! notify watchers. Writes trust the cache: one made from a stale cache (another replica
+//! appended meanwhile) fails the store's version check and is decided again from a fresh read,
+//! and a refusal made from the cache is only returned once a fresh read confirms it
+//! (`write.rs`). Reads (views, history, watches) first bring the cache up to the store's
+//! version.
 //!
 //! The server's own moves take the same path: a bot's choice (from its seat's view only) and a
 //! passed deadline's default action (a `timeout` event) are played by [`Service::play_turn`].
@@ -16,10 +17,11 @@
 //! same store write.
 //!
 //! Where things are: this file holds the service, its cache and the helpers every command
-//! shares; `projection.rs` the fold of events into a cached match and the deadline rule;
-//! `render.rs` every `pb::` message built from store records; one file per command
-//! (`create.rs`, `join.rs`, `act.rs`, `leave.rs`, `webhook.rs`); `queries.rs` the reads;
-//! `watch.rs` the live streams.
+//! shares; `projection.rs` the cached match and the one fold of an event into it, and the
+//! deadline rule; `write.rs` the write path of every command that appends (decide, append,
+//! retry, fold); `render.rs` every `pb::` message built from store records; one file per
+//! command (`create.rs`, `join.rs`, `act.rs`, `leave.rs`, `webhook.rs`); `queries.rs` the
+//! reads; `watch.rs` the live streams.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,7 +33,7 @@ use missive_store::{
     MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, PendingTurn,
     SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
 };
-use serde_json::Value;
+
 use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
 
@@ -40,8 +42,9 @@ use crate::bots;
 use crate::deal;
 use crate::error::{ApiError, ApiResult, Rule};
 use crate::events::{Bot, Creation, Event};
-use crate::games::{GameKind, MatchState, NotDealt, Registry};
+use crate::games::{GameKind, MatchState, Registry};
 use crate::limits;
+use crate::table::{Observations, Table};
 
 pub use crate::events::kinds;
 
@@ -147,22 +150,6 @@ enum Play<'a> {
     Timeout,
 }
 
-/// In a retry loop over a match read with [`Service::for_write`]: a refusal made from a cached
-/// match not yet known to be current sets `$fresh` and goes round again (from a fresh read)
-/// instead of being returned.
-macro_rules! or_recheck {
-    ($fresh:ident, $result:expr) => {
-        match $result {
-            Ok(value) => value,
-            Err(_) if !$fresh => {
-                $fresh = true;
-                continue;
-            }
-            Err(e) => return Err(e),
-        }
-    };
-}
-
 /// The refusal of a request id sent again with a different request.
 fn request_id_reused() -> ApiError {
     ApiError::precondition(
@@ -266,12 +253,6 @@ impl Service {
         self.turns_written.notified().await;
     }
 
-    fn wrote_turns(&self, turns: Option<&Vec<PendingTurn>>) {
-        if turns.is_some_and(|t| !t.is_empty()) {
-            self.turns_written.notify_one();
-        }
-    }
-
     /// Ends every watch stream; called when the server begins to shut down.
     pub fn stop_watches(&self) {
         self.stopping.send_replace(true);
@@ -309,7 +290,7 @@ impl Service {
                 let events = self.store.read_events(id, v, u32::MAX).await?;
                 if let Some(live) = guard.as_mut() {
                     for event in &events {
-                        Self::fold_live(live, event)?;
+                        live.apply(event, &Event::of(event)?, None)?;
                     }
                     let latest = live.record.version;
                     live.record = if latest == record.version {
@@ -370,6 +351,12 @@ impl Service {
         }
     }
 
+    /// Whether anyone on this server watches match `id` (an update is only built for them).
+    fn watched(&self, id: MatchId) -> bool {
+        let watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        watchers.get(&id).is_some_and(|s| s.receiver_count() > 0)
+    }
+
     fn subscribe(&self, id: MatchId) -> broadcast::Receiver<Wake> {
         let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
         watchers
@@ -400,6 +387,11 @@ mod queries;
 mod render;
 mod watch;
 mod webhook;
+mod write;
 
 pub use projection::Deadlines;
 use projection::*;
+use write::*;
+
+#[cfg(test)]
+mod tests;

@@ -8,8 +8,8 @@ use super::*;
 #[derive(Debug)]
 pub(super) struct Live {
     pub(super) record: MatchRecord,
-    pub(super) game: Arc<dyn GameKind>,
-    pub(super) state: Box<dyn MatchState>,
+    /// The rules state (see `table.rs`).
+    pub(super) table: Table,
     /// Every request id the match holds, with the seq of its (first) event.
     pub(super) request_ids: HashMap<String, u64>,
     /// False when loaded from a snapshot: the events before it were not folded here.
@@ -20,75 +20,80 @@ pub(super) struct Live {
     pub(super) seed: Option<[u8; 32]>,
     /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
     pub(super) vacated: Vec<u8>,
-    /// Until a match dealt at its start starts: what its deal will be made from.
-    pub(super) undealt: Option<Undealt>,
 }
 
-/// What a match dealt at its start will be dealt from, until it starts: the committed seed and
-/// the nonce of each seat's holder (see `deal.rs`). Its state is [`NotDealt`] meanwhile.
-#[derive(Debug, Clone)]
-pub(super) struct Undealt {
-    pub(super) seed: [u8; 32],
-    pub(super) holders: deal::Holders,
-}
-
-impl Undealt {
-    pub(super) fn new(seed: [u8; 32], seats: u8) -> Self {
-        Undealt {
-            seed,
-            holders: deal::Holders::new(seats),
-        }
-    }
-
-    /// The dealt state, once every seat is held.
-    pub(super) fn deal(
-        &self,
-        game: &dyn GameKind,
-        config: &Value,
-        seats: u8,
-    ) -> ApiResult<Option<Box<dyn MatchState>>> {
-        self.holders
-            .all()
-            .map(|nonces| game.setup(config, seats, deal::seed(&self.seed, &nonces)))
-            .transpose()
-    }
-}
-
-/// Folds one event into a state, returning the observations it produced: the rules apply
-/// actions and timeouts, and in a match dealt at its start (`undealt` until then) the event
-/// that fills the last seat deals, and what the deal told each seat belongs to that event.
-pub(super) fn fold_event(
-    game: &dyn GameKind,
-    record: &MatchRecord,
-    state: &mut Box<dyn MatchState>,
-    undealt: &mut Option<Undealt>,
-    event: &StoredEvent,
-) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
-    let Some(pending) = undealt.as_mut() else {
-        return fold(state.as_mut(), event);
-    };
-    pending.holders.note(event.seq, &Event::of(event)?)?;
-    match pending.deal(game, &record.config, record.seat_count)? {
-        Some(dealt) => {
-            *state = dealt;
-            *undealt = None;
-            Ok(state.setup_observations())
-        }
-        None => fold(state.as_mut(), event),
-    }
+/// The table after an event, computed by the command that wrote it (an action the rules
+/// validated before the append, a join that deals), with what the event told whom: folded as
+/// it is, so nothing is applied twice.
+#[derive(Debug)]
+pub(super) struct Applied {
+    pub(super) table: Table,
+    pub(super) observations: Observations,
 }
 
 impl Live {
+    pub(super) fn new(
+        record: MatchRecord,
+        table: Table,
+        whole_log: bool,
+        request_ids: HashMap<String, u64>,
+    ) -> Live {
+        Live {
+            record,
+            table,
+            request_ids,
+            whole_log,
+            deadlines: Vec::new(),
+            seed: None,
+            vacated: Vec::new(),
+        }
+    }
+
+    pub(super) fn game(&self) -> &dyn GameKind {
+        self.table.game().as_ref()
+    }
+
+    pub(super) fn state(&self) -> &dyn MatchState {
+        self.table.state()
+    }
+
+    /// The one fold of a stored event (`typed` is its [`Event`]) into the projection: the
+    /// table, the match row, the deadlines and the request ids. `applied` is the table after
+    /// it when the writer already computed it. Returns what the event told whom.
+    pub(super) fn apply(
+        &mut self,
+        event: &StoredEvent,
+        typed: &Event,
+        applied: Option<Applied>,
+    ) -> ApiResult<Observations> {
+        let observations = match applied {
+            Some(applied) => {
+                self.table = applied.table;
+                applied.observations
+            }
+            None => self.table.apply(event.seq, typed)?,
+        };
+        self.note(event, typed);
+        advance_record(&mut self.record, event, typed, self.table.state());
+        self.deadlines = next_deadlines(
+            &self.deadlines,
+            &self.record,
+            self.table.state(),
+            typed,
+            event.at,
+        );
+        Ok(observations)
+    }
+
     /// What the cache keeps of each event besides the state: its request id, and a seat a
     /// player left.
-    pub(super) fn note(&mut self, event: &StoredEvent) {
+    fn note(&mut self, event: &StoredEvent, typed: &Event) {
         if let Some(request_id) = &event.request_id {
             self.request_ids
                 .entry(request_id.clone())
                 .or_insert(event.seq);
         }
-        if event.kind == kinds::LEFT
-            && let Ok(Event::Left { seat }) = Event::of(event)
+        if let Event::Left { seat } = *typed
             && !self.vacated.contains(&seat)
         {
             self.vacated.push(seat);
@@ -110,12 +115,13 @@ pub type Deadlines = Vec<(u8, DateTime<Utc>)>;
 pub(super) fn advance_record(
     record: &mut MatchRecord,
     event: &StoredEvent,
+    typed: &Event,
     state: &dyn MatchState,
-) -> ApiResult<()> {
-    match Event::of(event)? {
+) {
+    match typed {
         Event::Joined { seat, player, .. } => {
-            if let Some(s) = record.seats.get_mut(usize::from(seat)) {
-                s.player = Some(player);
+            if let Some(s) = record.seats.get_mut(usize::from(*seat)) {
+                s.player = Some(player.clone());
             }
             if record.seats.iter().all(|s| s.player.is_some()) {
                 record.status = MatchStatus::Active;
@@ -123,7 +129,7 @@ pub(super) fn advance_record(
         }
         Event::Left { seat } => {
             if record.status == MatchStatus::Open {
-                if let Some(s) = record.seats.get_mut(usize::from(seat)) {
+                if let Some(s) = record.seats.get_mut(usize::from(*seat)) {
                     s.player = None;
                     s.token_hash = None;
                 }
@@ -132,10 +138,10 @@ pub(super) fn advance_record(
             }
         }
         Event::Created(creation) => {
-            for bot in creation.bots {
+            for bot in &creation.bots {
                 if let Some(s) = record.seats.get_mut(usize::from(bot.seat)) {
                     s.player = Some(bots::player_name(&bot.strategy));
-                    s.bot = Some(bot.strategy);
+                    s.bot = Some(bot.strategy.clone());
                 }
             }
             if record.seats.iter().all(|s| s.player.is_some()) {
@@ -149,27 +155,6 @@ pub(super) fn advance_record(
     }
     record.version = event.seq;
     record.updated_at = event.at;
-    Ok(())
-}
-
-/// Applies one stored event to a state, returning the observations it produced.
-pub(super) fn fold(
-    state: &mut dyn MatchState,
-    event: &StoredEvent,
-) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
-    if event.kind != kinds::ACTION && event.kind != kinds::TIMEOUT {
-        return Ok(Vec::new());
-    }
-    let (Event::Action { seat, action } | Event::Timeout { seat, action }) = Event::of(event)?
-    else {
-        return Ok(Vec::new());
-    };
-    state.apply(seat, &action).map_err(|refusal| {
-        ApiError::internal(format!(
-            "stored event {} refused on replay: {}",
-            event.seq, refusal.rule
-        ))
-    })
 }
 
 /// A match's turn clock: how long a seat has to act, and how long before the end its webhook
@@ -241,12 +226,13 @@ pub(super) fn pending_turns(
 /// The deadlines after `event`, by the rule [`pending_turns`] writes the store's turns with:
 /// in an active match with a turn timeout, an awaited human seat that was awaited before the
 /// event and did not act in it keeps its deadline; any other gets the event's time plus the
-/// timeout. `record` and `state` are as of after the event.
+/// timeout. `record` and `state` are as of after the event, made at `at`.
 pub(super) fn next_deadlines(
     before: &[(u8, DateTime<Utc>)],
     record: &MatchRecord,
     state: &dyn MatchState,
-    event: &StoredEvent,
+    event: &Event,
+    at: DateTime<Utc>,
 ) -> Deadlines {
     let Some(secs) = record.turn_timeout_secs else {
         return Vec::new();
@@ -254,8 +240,8 @@ pub(super) fn next_deadlines(
     if record.status != MatchStatus::Active {
         return Vec::new();
     }
-    let acted = match Event::of(event) {
-        Ok(Event::Action { seat, .. } | Event::Timeout { seat, .. }) => Some(seat),
+    let acted = match event {
+        Event::Action { seat, .. } | Event::Timeout { seat, .. } => Some(*seat),
         _ => None,
     };
     state
@@ -274,7 +260,7 @@ pub(super) fn next_deadlines(
                 .map(|(_, due)| *due);
             (
                 seat,
-                kept.unwrap_or(event.at + chrono::Duration::seconds(i64::from(secs))),
+                kept.unwrap_or(at + chrono::Duration::seconds(i64::from(secs))),
             )
         })
         .collect()
@@ -298,77 +284,35 @@ pub(super) fn awaited(status: MatchStatus, state: &dyn MatchState) -> SeatSet {
 }
 
 impl Service {
-    pub(super) fn fold_live(
-        live: &mut Live,
-        event: &StoredEvent,
-    ) -> ApiResult<Vec<Observation<pb::GameEvent>>> {
-        let observations = fold_event(
-            live.game.as_ref(),
-            &live.record,
-            &mut live.state,
-            &mut live.undealt,
-            event,
-        )?;
-        live.note(event);
-        advance_record(&mut live.record, event, live.state.as_ref())?;
-        live.deadlines = next_deadlines(&live.deadlines, &live.record, live.state.as_ref(), event);
-        Ok(observations)
-    }
-
     /// The newest usable snapshot plus the events after it, or the whole log from setup.
     pub(super) async fn load(&self, id: MatchId) -> ApiResult<Live> {
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
         let loaded = self.store.load(id, game.rules_version()).await?;
-        let (state, whole_log, undealt) = match loaded.snapshot {
+        let (config, seats) = (loaded.record.config.clone(), loaded.record.seat_count);
+        let (table, whole_log) = match loaded.snapshot {
             Some(snapshot) if snapshot.rules_version == game.rules_version() => {
-                (game.restore(snapshot.state)?, false, None)
+                (Table::restored(game, config, seats, snapshot.state)?, false)
             }
             _ => {
                 let seed = self.store.seed(id).await?;
-                let seats = loaded.record.seat_count;
-                if loaded
+                let deal_at_start = loaded
                     .events
                     .first()
-                    .is_some_and(|created| deal::deals_at_start(&created.payload))
-                {
-                    let undealt = Undealt::new(seed, seats);
-                    (
-                        Box::new(NotDealt) as Box<dyn MatchState>,
-                        true,
-                        Some(undealt),
-                    )
-                } else {
-                    (game.setup(&loaded.record.config, seats, seed)?, true, None)
-                }
+                    .is_some_and(|created| deal::deals_at_start(&created.payload));
+                (Table::new(game, config, seats, seed, deal_at_start)?, true)
             }
         };
-        let mut live = Live {
-            record: loaded.record.clone(),
-            game,
-            state,
-            // The request ids of the events before the snapshot, then those after it.
-            request_ids: loaded.requests.into_iter().collect(),
-            whole_log,
-            deadlines: Vec::new(),
-            seed: None,
-            vacated: Vec::new(),
-            undealt,
-        };
+        // The request ids of the events before the snapshot, then those after it.
+        let requests = loaded.requests.into_iter().collect();
+        let mut live = Live::new(loaded.record.clone(), table, whole_log, requests);
         for event in &loaded.events {
-            let observations = fold_event(
-                live.game.as_ref(),
-                &live.record,
-                &mut live.state,
-                &mut live.undealt,
-                event,
-            )?;
-            drop(observations);
-            live.note(event);
+            live.apply(event, &Event::of(event)?, None)?;
         }
         // The store's row is authoritative for seats and status, its turns for deadlines (the
         // events that started them may be older than the snapshot).
         live.record = loaded.record;
+        live.deadlines = Vec::new();
         if live.record.turn_timeout_secs.is_some() && live.record.status == MatchStatus::Active {
             live.deadlines = self
                 .store

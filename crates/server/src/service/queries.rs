@@ -85,7 +85,7 @@ impl Service {
     pub(super) async fn replay(
         &self,
         record: &MatchRecord,
-        game: &dyn GameKind,
+        game: &Arc<dyn GameKind>,
         after: u64,
         mut f: impl FnMut(
             &StoredEvent,
@@ -103,33 +103,27 @@ impl Service {
             seat.player = None;
             seat.bot = None;
         }
-        // A match dealt at its start is dealt by the event that starts it; an older one was
-        // dealt at creation, and that first deal belongs to the `created` event.
-        let (mut state, mut undealt, mut opening) = if events
+        let deal_at_start = events
             .first()
-            .is_some_and(|created| deal::deals_at_start(&created.payload))
-        {
-            let undealt = Undealt::new(seed, record.seat_count);
-            (
-                Box::new(NotDealt) as Box<dyn MatchState>,
-                Some(undealt),
-                None,
-            )
-        } else {
-            let state = game.setup(&record.config, record.seat_count, seed)?;
-            let opening = state.setup_observations();
-            (state, None, Some(opening))
-        };
-        let mut deadlines = Vec::new();
+            .is_some_and(|created| deal::deals_at_start(&created.payload));
+        let table = Table::new(
+            game.clone(),
+            record.config.clone(),
+            record.seat_count,
+            seed,
+            deal_at_start,
+        )?;
+        let mut live = Live::new(past, table, true, HashMap::new());
         for event in events {
-            let observations = match (event.kind.as_str(), opening.take()) {
-                (kinds::CREATED, Some(opening)) => opening,
-                _ => fold_event(game, record, &mut state, &mut undealt, &event)?,
-            };
-            advance_record(&mut past, &event, state.as_ref())?;
-            deadlines = next_deadlines(&deadlines, &past, state.as_ref(), &event);
+            let observations = live.apply(&event, &Event::of(&event)?, None)?;
             if event.seq > after {
-                f(&event, &observations, state.as_ref(), &past, &deadlines)?;
+                f(
+                    &event,
+                    &observations,
+                    live.state(),
+                    &live.record,
+                    &live.deadlines,
+                )?;
             }
         }
         Ok(())
@@ -148,7 +142,7 @@ impl Service {
         let mut audit_events = Vec::new();
         let mut version = 0;
         let over = is_over(record.status);
-        self.replay(&record, game.as_ref(), 0, |event, observations, _, _, _| {
+        self.replay(&record, &game, 0, |event, observations, _, _, _| {
             version = event.seq;
             entries.extend(Self::entries(game.as_ref(), event, observations, viewer)?);
             if over {

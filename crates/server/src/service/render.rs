@@ -96,13 +96,11 @@ impl Service {
     }
 
     pub(super) async fn live_view(&self, live: &Live, viewer: Viewer) -> ApiResult<pb::MatchView> {
-        let info = self
-            .info_with(&live.record, live.game.as_ref(), live.seed)
-            .await?;
+        let info = self.info_with(&live.record, live.game(), live.seed).await?;
         Ok(Self::view(
             info,
             &live.record,
-            live.state.as_ref(),
+            live.state(),
             &live.deadlines,
             viewer,
         ))
@@ -135,6 +133,7 @@ impl Service {
             Event::Left { seat } => Some(Entry::Left(pb::PlayerLeft { seat: seat.into() })),
             Event::Timeout { seat, action } => {
                 // The seat knows what was played for it; others only if the game shows it.
+                let action = game.decode_action(&action)?;
                 let shown = viewer == Viewer::Seat(seat) || game.action_is_public(&action);
                 Some(Entry::TimedOut(pb::TurnTimedOut {
                     seat: seat.into(),
@@ -203,11 +202,11 @@ impl Service {
             Event::Left { seat } => Body::Left(pb::PlayerLeft { seat: seat.into() }),
             Event::Action { seat, action } => Body::Action(pb::ActionTaken {
                 seat: seat.into(),
-                action: Some(game.action_to_proto(&action)?),
+                action: Some(game.action_to_proto(&game.decode_action(&action)?)?),
             }),
             Event::Timeout { seat, action } => Body::TimedOut(pb::TurnTimedOut {
                 seat: seat.into(),
-                action: Some(game.action_to_proto(&action)?),
+                action: Some(game.action_to_proto(&game.decode_action(&action)?)?),
             }),
         });
         Ok(pb::AuditEvent {

@@ -45,14 +45,7 @@ impl Service {
                 let mut over = retry_later(
                     id,
                     service
-                        .catch_up(
-                            id,
-                            game.as_ref(),
-                            (viewer, since),
-                            &mut last,
-                            &tx,
-                            Some(record),
-                        )
+                        .catch_up(id, &game, (viewer, since), &mut last, &tx, Some(record))
                         .await,
                 )?;
                 let mut recheck =
@@ -101,14 +94,7 @@ impl Service {
                             over = retry_later(
                                 id,
                                 service
-                                    .catch_up(
-                                        id,
-                                        game.as_ref(),
-                                        (viewer, since),
-                                        &mut last,
-                                        &tx,
-                                        None,
-                                    )
+                                    .catch_up(id, &game, (viewer, since), &mut last, &tx, None)
                                     .await,
                             )?;
                             recheck.reset();
@@ -132,7 +118,7 @@ impl Service {
     pub(super) async fn catch_up(
         &self,
         id: MatchId,
-        game: &dyn GameKind,
+        game: &Arc<dyn GameKind>,
         (viewer, since): (Viewer, u64),
         last: &mut u64,
         tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
@@ -153,7 +139,7 @@ impl Service {
             |event, observations, state, past, deadlines| {
                 pending.push((
                     event.seq,
-                    Self::entries(game, event, observations, viewer)?,
+                    Self::entries(game.as_ref(), event, observations, viewer)?,
                     past.clone(),
                     state.boxed_clone(),
                     deadlines.to_vec(),
@@ -165,7 +151,7 @@ impl Service {
         .await?;
         let mut over = false;
         for (seq, entries, past, state, deadlines, vacated) in pending {
-            let info = self.info(&past, game).await?;
+            let info = self.info(&past, game.as_ref()).await?;
             let view = Self::view(info, &past, state.as_ref(), &deadlines, viewer);
             if tx
                 .send(Ok(pb::WatchMatchResponse {

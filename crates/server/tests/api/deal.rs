@@ -625,7 +625,12 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
             let stored = missive_server::audit::stored_event(&registry, event, Some(&created))
                 .expect("rebuilds");
             replayed
-                .apply(a.seat as u8, &stored.payload["action"])
+                .apply(
+                    a.seat as u8,
+                    &kind
+                        .decode_action(&stored.payload["action"])
+                        .expect("decodes"),
+                )
                 .expect("replays");
         }
     }
@@ -823,7 +828,12 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                     state
                         .as_mut()
                         .expect("dealt")
-                        .apply(a.seat as u8, &stored.payload["action"])
+                        .apply(
+                            a.seat as u8,
+                            &kind
+                                .decode_action(&stored.payload["action"])
+                                .expect("decodes"),
+                        )
                         .expect("replays")
                 } else {
                     Vec::new()

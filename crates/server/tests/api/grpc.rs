@@ -10,7 +10,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, audit_log, authed, get_match, love_letter_options, spawn_app, spectator_view,
+    Backend, Lcg, audit_log, authed, game_of, get_match, love_letter_options, spawn_app,
+    spectator_view,
 };
 
 /// A played match and every view each seat received, by version.
@@ -207,7 +208,12 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
             observations = state
                 .as_mut()
                 .expect("dealt first")
-                .apply(a.seat as u8, &stored.payload["action"])
+                .apply(
+                    a.seat as u8,
+                    &game_of(&registry, created.as_ref())
+                        .decode_action(&stored.payload["action"])
+                        .expect("decodes"),
+                )
                 .expect("a logged action replays");
         }
         // Nothing is dealt before the start: no state, and nothing told to anyone.

@@ -579,3 +579,14 @@ pub(crate) fn deal_of(log: &pb::AuditLog) -> (u64, [u8; 32]) {
     }
     panic!("the match never started");
 }
+
+/// The game a match's `created` event names.
+pub(crate) fn game_of(
+    registry: &missive_server::games::Registry,
+    created: Option<&pb::MatchCreated>,
+) -> std::sync::Arc<dyn missive_server::games::GameKind> {
+    let options = created
+        .and_then(|c| c.options.as_ref())
+        .expect("created first, with options");
+    registry.parse_options(options, None).expect("a game").0
+}

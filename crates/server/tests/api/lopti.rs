@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, seat_view, spawn_app};
+use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, game_of, seat_view, spawn_app};
 
 use pb::lopti_action::Action as A;
 use pb::lopti_event::Event as E;
@@ -429,7 +429,12 @@ fn replay(log: &pb::AuditLog) -> Vec<Step> {
             observations = state
                 .as_mut()
                 .expect("dealt first")
-                .apply(a.seat as u8, &stored.payload["action"])
+                .apply(
+                    a.seat as u8,
+                    &game_of(&registry, created.as_ref())
+                        .decode_action(&stored.payload["action"])
+                        .expect("decodes"),
+                )
                 .expect("a logged action replays");
         }
         // Nothing is dealt before the start: no state, and nothing told to anyone.

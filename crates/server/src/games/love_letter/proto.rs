@@ -7,7 +7,7 @@ use missive_rules::love_letter::{
     View,
 };
 
-use super::ProtoGame;
+use crate::games::ProtoGame;
 
 fn card(id: &str) -> Result<CardId, String> {
     id.parse().map_err(|_| format!("unknown card {id:?}"))
@@ -365,5 +365,29 @@ impl ProtoGame for LoveLetter {
     fn action_is_public(action: &Action) -> bool {
         // A card played is shown to everyone; a Chancellor's keep and return is secret.
         matches!(action, Action::Play { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options, actions, views and events of many random games survive their proto forms.
+    #[test]
+    fn every_message_survives_its_proto_round_trip() {
+        let configs = [
+            Config::default(),
+            Config {
+                edition: Edition::Classic,
+                ..Config::default()
+            },
+            Config {
+                first_player: Some(1),
+                ..Config::default()
+            },
+        ];
+        let checked = crate::games::round_trip::walk::<LoveLetter>(&configs, 6, 400);
+        assert!(checked.actions > 1_000, "{checked:?}");
+        assert!(checked.events > 100, "{checked:?}");
     }
 }

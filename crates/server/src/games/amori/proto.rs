@@ -8,7 +8,7 @@ use missive_rules::amori::{
     Scoring, SeatSetup, View,
 };
 
-use super::ProtoGame;
+use crate::games::ProtoGame;
 
 fn seat(n: u32) -> Result<u8, String> {
     u8::try_from(n).map_err(|_| format!("seat {n} does not exist"))
@@ -519,38 +519,19 @@ impl ProtoGame for Amori {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use missive_rules::{Game, Seed};
 
-    /// Every legal action of many positions reads back from its proto form unchanged.
+    /// Options, actions, views and events of many random games survive their proto forms.
     #[test]
-    fn every_legal_action_survives_the_proto_round_trip() {
-        let mut seen = std::collections::HashSet::new();
-        for seed in 0..20 {
-            let mut game = Amori::setup(
-                &Config::default(),
-                2 + (seed % 3) as u8,
-                Seed::from_u64(seed),
-            )
-            .expect("setup");
-            for step in 0..400u64 {
-                let Some(seat) = game.awaiting().iter().next() else {
-                    break;
-                };
-                let legal = game.legal_actions(seat);
-                for action in &legal {
-                    let back = Amori::action_from_proto(&Amori::action_to_proto(action));
-                    assert_eq!(back.as_ref(), Ok(action));
-                    seen.insert(std::mem::discriminant(action));
-                }
-                let pick = &legal[((seed * 31 + step * 7) % legal.len() as u64) as usize];
-                game.apply(seat, pick).expect("a legal action applies");
-            }
-        }
-        assert!(
-            seen.len() >= 8,
-            "most kinds of action were tried: {}",
-            seen.len()
-        );
+    fn every_message_survives_its_proto_round_trip() {
+        let configs = [
+            Config::default(),
+            Config {
+                starting_player: Some(1),
+            },
+        ];
+        let checked = crate::games::round_trip::walk::<Amori>(&configs, 6, 400);
+        assert!(checked.actions > 1_000, "{checked:?}");
+        assert!(checked.events > 100, "{checked:?}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use missive_rules::lopti::{
     Throw, Timing, Trigger, View, VoteResult,
 };
 
-use super::ProtoGame;
+use crate::games::ProtoGame;
 
 use pb::lopti_action::Action as A;
 use pb::lopti_change::Change as C;
@@ -722,5 +722,25 @@ impl ProtoGame for Lopti {
                 event: Some(event),
             })),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options, actions, views and events of many random games survive their proto forms.
+    #[test]
+    fn every_message_survives_its_proto_round_trip() {
+        let configs = [
+            Config::default(),
+            Config {
+                hands: 1,
+                ..Config::default()
+            },
+        ];
+        let checked = crate::games::round_trip::walk::<Lopti>(&configs, 6, 400);
+        assert!(checked.actions > 1_000, "{checked:?}");
+        assert!(checked.events > 100, "{checked:?}");
     }
 }

@@ -1,0 +1,4 @@
+//! Love Letter on the server: its proto mapping (`proto.rs`) and its bots (`bot.rs`).
+
+mod bot;
+mod proto;

@@ -1,0 +1,429 @@
+//! The pure parts of the write path and the projection: what a command decides from a match
+//! as cached, and the fold of the event it appends.
+
+use missive_rules::Game;
+use missive_rules::love_letter::Action;
+use missive_store::GENESIS_HASH;
+
+use super::act::Act;
+use super::join::Join;
+use super::leave::Leave;
+use super::*;
+use crate::games::AnyAction;
+
+const AT: &str = "2026-12-01T12:00:00Z";
+
+fn at() -> DateTime<Utc> {
+    AT.parse().expect("a time")
+}
+
+/// A match as a cache holds it, built by folding its events the way a load does.
+struct Fixture {
+    live: Live,
+    tokens: Vec<String>,
+}
+
+fn stored(id: MatchId, seq: u64, event: &Event, request_id: Option<&str>) -> StoredEvent {
+    let new = event.to_new(request_id.map(str::to_owned), at());
+    StoredEvent {
+        match_id: id,
+        seq,
+        kind: new.kind,
+        actor: new.actor,
+        request_id: new.request_id,
+        payload: new.payload,
+        at: new.at,
+        prev_hash: GENESIS_HASH,
+        hash: GENESIS_HASH,
+    }
+}
+
+impl Fixture {
+    /// A two-seat Love Letter match with `joined` of its seats taken (seat 0 first), and a turn
+    /// timeout of `timeout` seconds.
+    fn love_letter(joined: u8, timeout: Option<u32>) -> Fixture {
+        let registry = Registry::new();
+        let game = registry.get("love-letter").expect("registered").clone();
+        let config =
+            serde_json::to_value(missive_rules::love_letter::Config::default()).expect("config");
+        let id = MatchId::from_u128(7);
+        let record = MatchRecord {
+            id,
+            kind: game.kind().to_owned(),
+            config: config.clone(),
+            rules_version: game.rules_version(),
+            seat_count: 2,
+            seats: (0..2)
+                .map(|seat| SeatRecord {
+                    seat,
+                    ..SeatRecord::default()
+                })
+                .collect(),
+            status: MatchStatus::Open,
+            seed_hash: [0; 32],
+            turn_timeout_secs: timeout,
+            turn_reminder_secs: None,
+            created_at: at(),
+            updated_at: at(),
+            version: 0,
+        };
+        let table = Table::new(game, config.clone(), 2, [3; 32], true).expect("table");
+        let mut live = Live::new(record, table, true, HashMap::new());
+        let created = Event::Created(Creation {
+            config,
+            seat_count: 2,
+            fixed_deck: false,
+            turn_timeout_secs: timeout,
+            turn_reminder_secs: None,
+            bots: Vec::new(),
+            deal_at_start: true,
+        });
+        live.apply(&stored(id, 1, &created, None), &created, None)
+            .expect("created");
+        let mut tokens = Vec::new();
+        for seat in 0..joined {
+            let joined = Event::Joined {
+                seat,
+                player: format!("player {seat}"),
+                nonce: Some(format!("nonce-{seat}")),
+            };
+            let seq = live.record.version + 1;
+            live.apply(&stored(id, seq, &joined, None), &joined, None)
+                .expect("joined");
+            let (token, hash) = auth::new_token().expect("a token");
+            live.record.seats[usize::from(seat)].token_hash = Some(hash);
+            tokens.push(token);
+        }
+        Fixture { live, tokens }
+    }
+
+    fn awaited(&self) -> u8 {
+        self.live
+            .state()
+            .awaiting()
+            .iter()
+            .next()
+            .expect("a seat is awaited")
+    }
+
+    fn caller(&self, seat: u8) -> Caller {
+        Caller {
+            token: Some(self.tokens[usize::from(seat)].clone()),
+        }
+    }
+
+    /// The awaited seat's first legal action, and one it may not play.
+    fn legal_and_illegal(&self) -> (pb::GameAction, pb::GameAction) {
+        let seat = self.awaited();
+        let state = self.live.state();
+        let legal = state.legal_actions(seat).remove(0);
+        let game = self.live.game();
+        let hand: Vec<_> = match game.parse_action(&legal).expect("parses") {
+            AnyAction::LoveLetter(Action::Play { card, .. }) => vec![card],
+            other => panic!("a play, not {other:?}"),
+        };
+        let not_held = missive_rules::love_letter::CardId::ALL
+            .into_iter()
+            .find(|c| {
+                !hand.contains(c)
+                    && !state
+                        .legal_actions(seat)
+                        .iter()
+                        .any(|a| format!("{a:?}").contains(c.as_str()))
+            })
+            .expect("a card not in hand");
+        let illegal = game
+            .action_to_proto(&AnyAction::LoveLetter(Action::Play {
+                card: not_held,
+                target: None,
+                guess: None,
+            }))
+            .expect("maps");
+        (legal, illegal)
+    }
+
+    /// The state's JSON, to compare states by.
+    fn snapshot(&self) -> serde_json::Value {
+        self.live.table.snapshot().expect("dealt").expect("saves")
+    }
+}
+
+fn act<'a>(caller: &'a Caller, action: &'a pb::GameAction, request_id: &'a str) -> Act<'a> {
+    Act {
+        id: MatchId::from_u128(7),
+        by: By::Caller(caller, None),
+        request_id,
+        play: Play::Action(action),
+        expected_version: None,
+    }
+}
+
+#[test]
+fn an_action_is_decided_once_and_folds_as_if_replayed() {
+    let fixture = Fixture::love_letter(2, Some(60));
+    let seat = fixture.awaited();
+    let caller = fixture.caller(seat);
+    let (legal, _) = fixture.legal_and_illegal();
+    let command = act(&caller, &legal, "r-1");
+    let Ok(Decision::Append(write, acted)) = command.decide(&fixture.live, false, at()) else {
+        panic!("a legal action is appended");
+    };
+    assert_eq!(acted, seat);
+    assert!(
+        matches!(write.event, Event::Action { seat: s, .. } if s == seat),
+        "{:?}",
+        write.event
+    );
+    assert_eq!(write.request_id.as_deref(), Some("r-1"));
+    let turns = write
+        .update
+        .turns
+        .clone()
+        .expect("the match has a turn timeout");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert_ne!(turns[0].seat, seat, "the other seat is awaited next");
+    let event = stored(
+        fixture.live.record.id,
+        fixture.live.record.version + 1,
+        &write.event,
+        Some("r-1"),
+    );
+
+    // Folding what the decision computed, and replaying the stored event, agree.
+    let mut decided = Fixture::love_letter(2, Some(60));
+    let observations = decided
+        .live
+        .apply(&event, &write.event, write.applied)
+        .expect("folds");
+    let mut replayed = Fixture::love_letter(2, Some(60));
+    let again = replayed
+        .live
+        .apply(&event, &Event::of(&event).expect("reads"), None)
+        .expect("replays");
+    assert_eq!(observations, again);
+    assert_eq!(decided.snapshot(), replayed.snapshot());
+    assert_eq!(decided.live.record.version, 4);
+    assert_eq!(decided.live.deadlines, replayed.live.deadlines);
+    assert_eq!(
+        decided.live.deadlines,
+        vec![(turns[0].seat, turns[0].due_at)],
+        "the cache's deadlines follow the turns the append writes"
+    );
+    assert_eq!(decided.live.request_ids.get("r-1"), Some(&4));
+}
+
+#[test]
+fn a_refused_action_names_its_rule_and_changes_nothing() {
+    let fixture = Fixture::love_letter(2, None);
+    let seat = fixture.awaited();
+    let before = fixture.snapshot();
+    let (_, illegal) = fixture.legal_and_illegal();
+    let caller = fixture.caller(seat);
+    match act(&caller, &illegal, "r-1").decide(&fixture.live, true, at()) {
+        Err(ApiError::Rule { rule, .. }) => assert!(!rule.is_empty()),
+        Err(other) => panic!("a rule's refusal, not {other:?}"),
+        Ok(_) => panic!("refused"),
+    }
+    assert_eq!(fixture.snapshot(), before);
+    assert_eq!(fixture.live.record.version, 3);
+}
+
+#[test]
+fn a_seat_acting_out_of_turn_or_without_a_token_is_refused() {
+    let fixture = Fixture::love_letter(2, None);
+    let seat = fixture.awaited();
+    let (legal, _) = fixture.legal_and_illegal();
+    let other = fixture.caller(1 - seat);
+    assert!(matches!(
+        act(&other, &legal, "r-1").decide(&fixture.live, true, at()),
+        Err(ApiError::Rule { .. })
+    ));
+    let nobody = Caller::default();
+    assert!(matches!(
+        act(&nobody, &legal, "r-1").decide(&fixture.live, true, at()),
+        Err(ApiError::Unauthenticated(_))
+    ));
+}
+
+#[test]
+fn a_request_id_the_match_holds_is_answered_again_before_any_check() {
+    let mut fixture = Fixture::love_letter(2, None);
+    let seat = fixture.awaited();
+    let (_, illegal) = fixture.legal_and_illegal();
+    fixture.live.request_ids.insert("r-1".into(), 2);
+    // Even a finished match answers a retry.
+    fixture.live.record.status = MatchStatus::Finished;
+    let caller = fixture.caller(seat);
+    assert!(matches!(
+        act(&caller, &illegal, "r-1").decide(&fixture.live, false, at()),
+        Ok(Decision::Again(2, s)) if s == seat
+    ));
+}
+
+#[test]
+fn an_action_pinned_to_another_version_is_aborted_and_one_before_the_start_refused() {
+    let fixture = Fixture::love_letter(2, None);
+    let seat = fixture.awaited();
+    let (legal, _) = fixture.legal_and_illegal();
+    let caller = fixture.caller(seat);
+    let mut pinned = act(&caller, &legal, "r-1");
+    pinned.expected_version = Some(2);
+    assert!(matches!(
+        pinned.decide(&fixture.live, true, at()),
+        Err(ApiError::Aborted(_))
+    ));
+    assert!(
+        pinned.lost_race(5).is_some(),
+        "a pinned action is not retried"
+    );
+    assert!(act(&caller, &legal, "r-2").lost_race(5).is_none());
+
+    let open = Fixture::love_letter(1, None);
+    let caller = open.caller(0);
+    assert!(matches!(
+        act(&caller, &legal, "r-1").decide(&open.live, true, at()),
+        Err(ApiError::FailedPrecondition { rule, .. }) if rule == Rule::MatchNotStarted.code()
+    ));
+}
+
+#[test]
+fn a_bot_decides_from_its_seat_and_a_timeout_plays_the_default_action() {
+    let fixture = Fixture::love_letter(2, Some(60));
+    let seat = fixture.awaited();
+    for (play, timeout) in [(Play::Bot(bots::RANDOM), false), (Play::Timeout, true)] {
+        let command = Act {
+            id: fixture.live.record.id,
+            by: By::Server(seat),
+            request_id: "bot:3:0",
+            play,
+            expected_version: Some(3),
+        };
+        let Ok(Decision::Append(write, _)) = command.decide(&fixture.live, true, at()) else {
+            panic!("the server's move is appended");
+        };
+        assert_eq!(matches!(write.event, Event::Timeout { .. }), timeout);
+        assert!(write.applied.is_some());
+    }
+    // Not awaited: no default action.
+    let command = Act {
+        id: fixture.live.record.id,
+        by: By::Server(1 - seat),
+        request_id: "timeout:3:1",
+        play: Play::Timeout,
+        expected_version: Some(3),
+    };
+    assert!(matches!(
+        command.decide(&fixture.live, true, at()),
+        Err(ApiError::FailedPrecondition { rule, .. }) if rule == Rule::NotAwaited.code()
+    ));
+}
+
+fn join<'a>(req: &'a pb::JoinMatchRequest, keys: &'a Keys) -> Join<'a> {
+    Join {
+        id: MatchId::from_u128(7),
+        req,
+        player: &req.player,
+        request_id: None,
+        stored_id: None,
+        nonce: "nonce-1".into(),
+        keys,
+        drawn: Some(auth::new_token().expect("a token")),
+    }
+}
+
+#[test]
+fn the_join_that_takes_the_last_seat_deals_and_starts_the_match() {
+    let fixture = Fixture::love_letter(1, Some(60));
+    let keys = Keys::new([9; 32]);
+    let req = pb::JoinMatchRequest {
+        player: "ann".into(),
+        ..Default::default()
+    };
+    let Ok(Decision::Append(write, Some(taken))) =
+        join(&req, &keys).decide(&fixture.live, true, at())
+    else {
+        panic!("the seat is taken");
+    };
+    assert_eq!(taken.seat, 1);
+    assert_eq!(write.update.status, Some(MatchStatus::Active));
+    let applied = write.applied.expect("the deal is computed once");
+    assert!(applied.table.dealt());
+    assert!(
+        !applied.observations.is_empty(),
+        "the deal tells each seat its hand"
+    );
+    let awaited = applied.table.state().awaiting();
+    assert_eq!(
+        write
+            .update
+            .notify
+            .iter()
+            .map(|n| n.seat)
+            .collect::<Vec<_>>(),
+        awaited.iter().collect::<Vec<_>>()
+    );
+    assert!(!fixture.live.table.dealt(), "the cache is untouched");
+}
+
+#[test]
+fn a_join_refuses_a_taken_seat_and_rechecks_before_removing_a_left_seats_webhook() {
+    let mut fixture = Fixture::love_letter(1, None);
+    let keys = Keys::new([9; 32]);
+    let taken = pb::JoinMatchRequest {
+        player: "bob".into(),
+        seat: Some(0),
+        ..Default::default()
+    };
+    assert!(matches!(
+        join(&taken, &keys).decide(&fixture.live, true, at()),
+        Err(ApiError::FailedPrecondition { rule, .. }) if rule == Rule::SeatTaken.code()
+    ));
+    fixture.live.vacated.push(1);
+    let req = pb::JoinMatchRequest {
+        player: "ann".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        join(&req, &keys).decide(&fixture.live, false, at()),
+        Ok(Decision::Recheck)
+    ));
+    let Ok(Decision::Append(write, _)) = join(&req, &keys).decide(&fixture.live, true, at()) else {
+        panic!("the seat is taken");
+    };
+    assert_eq!(write.remove_webhook, Some(1));
+}
+
+#[test]
+fn leaving_frees_a_seat_before_the_start_and_abandons_the_match_after() {
+    for (joined, status) in [(1, None), (2, Some(MatchStatus::Abandoned))] {
+        let fixture = Fixture::love_letter(joined, Some(60));
+        let caller = fixture.caller(0);
+        let leave = Leave {
+            caller: &caller,
+            request_id: None,
+        };
+        let Ok(Decision::Append(write, ())) = leave.decide(&fixture.live, true, at()) else {
+            panic!("the seat is left");
+        };
+        assert_eq!(write.event, Event::Left { seat: 0 });
+        assert_eq!(write.update.status, status);
+        assert_eq!(write.update.seats.len(), usize::from(status.is_none()));
+        assert_eq!(write.update.turns, Some(Vec::new()), "nobody is awaited");
+    }
+}
+
+#[test]
+fn the_rules_state_is_typed_to_its_game() {
+    let fixture = Fixture::love_letter(2, None);
+    let seat = fixture.awaited();
+    let lopti =
+        missive_rules::lopti::Lopti::setup(&Default::default(), 2, missive_rules::Seed([0; 32]))
+            .expect("setup");
+    let awaited = lopti.awaiting().iter().next().expect("awaited");
+    let other = lopti.legal_actions(awaited).remove(0);
+    let mut table = fixture.live.table.clone();
+    let refused = table
+        .play(seat, &AnyAction::Lopti(other))
+        .expect_err("another game's action");
+    assert_eq!(refused.rule, "malformed-action");
+}
