@@ -90,6 +90,8 @@ pub struct Settings {
 #[derive(Debug)]
 pub struct Update {
     pub event: StoredEvent,
+    /// The event, typed.
+    pub typed: Event,
     pub observations: Vec<Observation<pb::GameEvent>>,
     /// The state, the match row and the deadlines right after the event.
     pub state: Box<dyn MatchState>,
@@ -391,6 +393,7 @@ mod write;
 
 pub use projection::Deadlines;
 use projection::*;
+use queries::Replayed;
 use write::*;
 
 #[cfg(test)]

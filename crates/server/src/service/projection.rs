@@ -268,10 +268,9 @@ pub(super) fn next_deadlines(
 
 /// Whether `event` frees the watching seat after the watch was authorised at version `since`:
 /// its holder left, and the seat may pass to someone else, so the stream ends with it.
-pub(super) fn vacates(viewer: Viewer, since: u64, event: &StoredEvent) -> bool {
-    matches!(viewer, Viewer::Seat(seat)
-        if event.kind == kinds::LEFT && event.seq > since
-            && matches!(Event::of(event), Ok(Event::Left { seat: left }) if left == seat))
+pub(super) fn vacates(viewer: Viewer, since: u64, seq: u64, event: &Event) -> bool {
+    matches!((viewer, event), (Viewer::Seat(seat), Event::Left { seat: left })
+        if seq > since && *left == seat)
 }
 
 /// Who the game awaited in a match with this status: nobody until it starts.

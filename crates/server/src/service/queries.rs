@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// One event of a replayed log, with what it told whom and the match right after it.
+pub(super) struct Replayed<'a> {
+    pub(super) event: &'a StoredEvent,
+    pub(super) typed: &'a Event,
+    pub(super) observations: &'a [Observation<pb::GameEvent>],
+    pub(super) state: &'a dyn MatchState,
+    pub(super) record: &'a MatchRecord,
+    pub(super) deadlines: &'a [(u8, DateTime<Utc>)],
+}
+
 impl Service {
     pub async fn get_match(&self, req: pb::GetMatchRequest) -> ApiResult<pb::GetMatchResponse> {
         let id = parse_id(&req.match_id)?;
@@ -87,13 +97,7 @@ impl Service {
         record: &MatchRecord,
         game: &Arc<dyn GameKind>,
         after: u64,
-        mut f: impl FnMut(
-            &StoredEvent,
-            &[Observation<pb::GameEvent>],
-            &dyn MatchState,
-            &MatchRecord,
-            &[(u8, DateTime<Utc>)],
-        ) -> ApiResult<()>,
+        mut f: impl FnMut(Replayed<'_>) -> ApiResult<()>,
     ) -> ApiResult<()> {
         let seed = self.store.seed(record.id).await?;
         let events = self.store.read_events(record.id, 0, u32::MAX).await?;
@@ -115,15 +119,17 @@ impl Service {
         )?;
         let mut live = Live::new(past, table, true, HashMap::new());
         for event in events {
-            let observations = live.apply(&event, &Event::of(&event)?, None)?;
+            let typed = Event::of(&event)?;
+            let observations = live.apply(&event, &typed, None)?;
             if event.seq > after {
-                f(
-                    &event,
-                    &observations,
-                    live.state(),
-                    &live.record,
-                    &live.deadlines,
-                )?;
+                f(Replayed {
+                    event: &event,
+                    typed: &typed,
+                    observations: &observations,
+                    state: live.state(),
+                    record: &live.record,
+                    deadlines: &live.deadlines,
+                })?;
             }
         }
         Ok(())
@@ -142,11 +148,11 @@ impl Service {
         let mut audit_events = Vec::new();
         let mut version = 0;
         let over = is_over(record.status);
-        self.replay(&record, &game, 0, |event, observations, _, _, _| {
-            version = event.seq;
-            entries.extend(Self::entries(game.as_ref(), event, observations, viewer)?);
+        self.replay(&record, &game, 0, |step| {
+            version = step.event.seq;
+            entries.extend(Self::entries(game.as_ref(), &step, viewer)?);
             if over {
-                audit_events.push(Self::audit_event(game.as_ref(), event)?);
+                audit_events.push(Self::audit_event(game.as_ref(), step.event, step.typed)?);
             }
             Ok(())
         })

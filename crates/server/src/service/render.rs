@@ -109,10 +109,10 @@ impl Service {
     /// What `viewer` may learn from one event.
     pub(super) fn entries(
         game: &dyn GameKind,
-        event: &StoredEvent,
-        observations: &[Observation<pb::GameEvent>],
+        step: &Replayed<'_>,
         viewer: Viewer,
     ) -> ApiResult<Vec<pb::HistoryEntry>> {
+        let event = step.event;
         use pb::history_entry::Entry;
         let entry = |entry| pb::HistoryEntry {
             seq: event.seq,
@@ -121,7 +121,7 @@ impl Service {
         };
         // What the event itself says, then what the game told this viewer of it (the join that
         // starts a match dealt at its start carries the deal).
-        let said = match Event::of(event)? {
+        let said = match step.typed.clone() {
             Event::Created(creation) => {
                 Some(Entry::Created(Self::created(game, &creation, false)?))
             }
@@ -145,7 +145,7 @@ impl Service {
         Ok(said
             .into_iter()
             .chain(
-                observations
+                step.observations
                     .iter()
                     .filter(|o| o.audience.includes(viewer))
                     .map(|o| Entry::Game(o.event.clone())),
@@ -190,9 +190,10 @@ impl Service {
     pub(super) fn audit_event(
         game: &dyn GameKind,
         event: &StoredEvent,
+        typed: &Event,
     ) -> ApiResult<pb::AuditEvent> {
         use pb::audit_event::Body;
-        let body = Some(match Event::of(event)? {
+        let body = Some(match typed.clone() {
             Event::Created(creation) => Body::Created(Self::created(game, &creation, true)?),
             Event::Joined {
                 seat,

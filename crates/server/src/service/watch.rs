@@ -69,8 +69,14 @@ impl Service {
                                 version: update.event.seq,
                                 entries: Self::entries(
                                     game.as_ref(),
-                                    &update.event,
-                                    &update.observations,
+                                    &Replayed {
+                                        event: &update.event,
+                                        typed: &update.typed,
+                                        observations: &update.observations,
+                                        state: update.state.as_ref(),
+                                        record: &update.record,
+                                        deadlines: &update.deadlines,
+                                    },
                                     viewer,
                                 )?,
                                 view: Some(Self::view(
@@ -82,7 +88,7 @@ impl Service {
                                 )),
                             };
                             if tx.send(Ok(message)).await.is_err()
-                                || vacates(viewer, since, &update.event)
+                                || vacates(viewer, since, update.event.seq, &update.typed)
                             {
                                 return Ok(());
                             }
@@ -132,22 +138,17 @@ impl Service {
             return Ok(is_over(record.status));
         }
         let mut pending = Vec::new();
-        self.replay(
-            &record,
-            game,
-            *last,
-            |event, observations, state, past, deadlines| {
-                pending.push((
-                    event.seq,
-                    Self::entries(game.as_ref(), event, observations, viewer)?,
-                    past.clone(),
-                    state.boxed_clone(),
-                    deadlines.to_vec(),
-                    vacates(viewer, since, event),
-                ));
-                Ok(())
-            },
-        )
+        self.replay(&record, game, *last, |step| {
+            pending.push((
+                step.event.seq,
+                Self::entries(game.as_ref(), &step, viewer)?,
+                step.record.clone(),
+                step.state.boxed_clone(),
+                step.deadlines.to_vec(),
+                vacates(viewer, since, step.event.seq, step.typed),
+            ));
+            Ok(())
+        })
         .await?;
         let mut over = false;
         for (seq, entries, past, state, deadlines, vacated) in pending {

@@ -191,6 +191,7 @@ impl Service {
         if self.watched(stored.match_id) {
             self.notify(Update {
                 event: stored,
+                typed: event.clone(),
                 observations,
                 state: live.state().boxed_clone(),
                 record: live.record.clone(),

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, deal_of, spawn_app, spawn_replica};
+use crate::helpers::{
+    Backend, Lcg, TestApp, audit_log, authed, deal_of, history, spawn_app, spawn_replica, view,
+};
 
 /// A game as a test creates it: a name for messages, its options and its seat counts.
 pub(crate) struct GameCase {
@@ -84,48 +86,6 @@ fn game_entries(entries: &[pb::HistoryEntry]) -> Vec<&pb::HistoryEntry> {
         .iter()
         .filter(|e| matches!(e.entry, Some(pb::history_entry::Entry::Game(_))))
         .collect()
-}
-
-async fn history(
-    client: &mut MissiveClient<Channel>,
-    match_id: &str,
-    token: Option<&str>,
-) -> pb::GetHistoryResponse {
-    let request = pb::GetHistoryRequest {
-        match_id: match_id.to_owned(),
-        seat: None,
-    };
-    let request = match token {
-        Some(token) => authed(request, token),
-        None => tonic::Request::new(request),
-    };
-    client
-        .get_history(request)
-        .await
-        .expect("history")
-        .into_inner()
-}
-
-async fn view(
-    client: &mut MissiveClient<Channel>,
-    match_id: &str,
-    token: Option<&str>,
-) -> pb::MatchView {
-    let request = pb::GetViewRequest {
-        match_id: match_id.to_owned(),
-        seat: None,
-    };
-    let request = match token {
-        Some(token) => authed(request, token),
-        None => tonic::Request::new(request),
-    };
-    client
-        .get_view(request)
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view")
 }
 
 /// The first message of a watch from the start: every update so far, as `token` may see it.

@@ -10,7 +10,7 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, audit_log, authed, game_of, get_match, love_letter_options, spawn_app,
+    Backend, Lcg, audit_log, authed, get_match, love_letter_options, replay, spawn_app,
     spectator_view,
 };
 
@@ -167,62 +167,6 @@ async fn two_seats_play_a_full_match_over_grpc_on_sqlite() {
     assert_finished(&played);
     // Each SQLite append is its own transaction: no group commit to count.
     assert_eq!(app.metric("missive_store_group_commits_total").await, None);
-}
-
-/// One replayed event: its seq, the state right after it, and the observations it produced.
-type Step = (
-    u64,
-    Box<dyn MatchState>,
-    Vec<missive_rules::Observation<pb::GameEvent>>,
-);
-
-/// Replays an audit log step by step.
-fn replay(log: &pb::AuditLog) -> Vec<Step> {
-    let registry = Registry::new();
-    let (dealt_at, seed) = crate::helpers::deal_of(log);
-    let mut created: Option<pb::MatchCreated> = None;
-    let mut state: Option<Box<dyn MatchState>> = None;
-    let mut steps = Vec::new();
-    for event in &log.events {
-        let stored = missive_server::audit::stored_event(&registry, event, created.as_ref())
-            .expect("rebuilds");
-        let mut observations = Vec::new();
-        if let Some(pb::audit_event::Body::Created(c)) = &event.body {
-            created = Some(c.clone());
-        }
-        if event.seq == dealt_at {
-            let c = created.as_ref().expect("created first");
-            let (game, parsed) = registry
-                .parse_options(
-                    c.options.as_ref().expect("options"),
-                    Some(c.seat_count as u8),
-                )
-                .expect("options");
-            let fresh = game
-                .setup(&parsed.config, c.seat_count as u8, seed)
-                .expect("setup");
-            observations = fresh.setup_observations();
-            state = Some(fresh);
-        }
-        if let Some(pb::audit_event::Body::Action(a)) = &event.body {
-            observations = state
-                .as_mut()
-                .expect("dealt first")
-                .apply(
-                    a.seat as u8,
-                    &game_of(&registry, created.as_ref())
-                        .decode_action(&stored.payload["action"])
-                        .expect("decodes"),
-                )
-                .expect("a logged action replays");
-        }
-        // Nothing is dealt before the start: no state, and nothing told to anyone.
-        match &state {
-            Some(state) => steps.push((event.seq, state.boxed_clone(), observations)),
-            None => assert!(observations.is_empty()),
-        }
-    }
-    steps
 }
 
 #[tokio::test]

@@ -485,21 +485,39 @@ pub(crate) async fn get_match(
         .expect("match info")
 }
 
-/// A spectator's view (no token).
-pub(crate) async fn spectator_view(
+/// A request with the token's bearer header, or a spectator's without a token.
+pub(crate) fn maybe_authed<T>(message: T, token: Option<&str>) -> tonic::Request<T> {
+    match token {
+        Some(token) => authed(message, token),
+        None => tonic::Request::new(message),
+    }
+}
+
+/// The view of the seat whose token this is, or a spectator's with `None`.
+pub(crate) async fn view(
     client: &mut MissiveClient<Channel>,
     match_id: &str,
+    token: Option<&str>,
 ) -> pb::MatchView {
+    let request = pb::GetViewRequest {
+        match_id: match_id.to_owned(),
+        seat: None,
+    };
     client
-        .get_view(pb::GetViewRequest {
-            match_id: match_id.to_owned(),
-            seat: None,
-        })
+        .get_view(maybe_authed(request, token))
         .await
         .expect("view")
         .into_inner()
         .view
         .expect("a view")
+}
+
+/// A spectator's view (no token).
+pub(crate) async fn spectator_view(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+) -> pb::MatchView {
+    view(client, match_id, None).await
 }
 
 /// The view of the seat whose token this is.
@@ -508,19 +526,24 @@ pub(crate) async fn seat_view(
     match_id: &str,
     token: &str,
 ) -> pb::MatchView {
+    view(client, match_id, Some(token)).await
+}
+
+/// The history as the token's seat sees it (a spectator's with `None`).
+pub(crate) async fn history(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    token: Option<&str>,
+) -> pb::GetHistoryResponse {
+    let request = pb::GetHistoryRequest {
+        match_id: match_id.to_owned(),
+        seat: None,
+    };
     client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.to_owned(),
-                seat: None,
-            },
-            token,
-        ))
+        .get_history(maybe_authed(request, token))
         .await
-        .expect("view")
+        .expect("history")
         .into_inner()
-        .view
-        .expect("a view")
 }
 
 /// A finished match's full audit log.
@@ -589,4 +612,61 @@ pub(crate) fn game_of(
         .and_then(|c| c.options.as_ref())
         .expect("created first, with options");
     registry.parse_options(options, None).expect("a game").0
+}
+
+/// One replayed event: its seq, the state right after it, and the observations it produced.
+pub(crate) type Step = (
+    u64,
+    Box<dyn missive_server::games::MatchState>,
+    Vec<missive_rules::Observation<pb::GameEvent>>,
+);
+
+/// Replays an audit log step by step through the rules, dealing from the deal seed the log
+/// itself gives (not through the server's own fold).
+pub(crate) fn replay(log: &pb::AuditLog) -> Vec<Step> {
+    let registry = missive_server::games::Registry::new();
+    let (dealt_at, seed) = deal_of(log);
+    let mut created: Option<pb::MatchCreated> = None;
+    let mut state: Option<Box<dyn missive_server::games::MatchState>> = None;
+    let mut steps = Vec::new();
+    for event in &log.events {
+        let stored = missive_server::audit::stored_event(&registry, event, created.as_ref())
+            .expect("rebuilds");
+        let mut observations = Vec::new();
+        if let Some(pb::audit_event::Body::Created(c)) = &event.body {
+            created = Some(c.clone());
+        }
+        if event.seq == dealt_at {
+            let c = created.as_ref().expect("created first");
+            let (game, parsed) = registry
+                .parse_options(
+                    c.options.as_ref().expect("options"),
+                    Some(c.seat_count as u8),
+                )
+                .expect("options");
+            let fresh = game
+                .setup(&parsed.config, c.seat_count as u8, seed)
+                .expect("setup");
+            observations = fresh.setup_observations();
+            state = Some(fresh);
+        }
+        if let Some(pb::audit_event::Body::Action(a)) = &event.body {
+            observations = state
+                .as_mut()
+                .expect("dealt first")
+                .apply(
+                    a.seat as u8,
+                    &game_of(&registry, created.as_ref())
+                        .decode_action(&stored.payload["action"])
+                        .expect("decodes"),
+                )
+                .expect("a logged action replays");
+        }
+        // Nothing is dealt before the start: no state, and nothing told to anyone.
+        match &state {
+            Some(state) => steps.push((event.seq, state.boxed_clone(), observations)),
+            None => assert!(observations.is_empty()),
+        }
+    }
+    steps
 }

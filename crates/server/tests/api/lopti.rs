@@ -8,15 +8,17 @@ use std::collections::{BTreeSet, HashMap};
 
 use missive_proto::v1 as pb;
 use missive_proto::v1::missive_client::MissiveClient;
+use missive_rules::Viewer;
 use missive_rules::lopti::Card;
-use missive_rules::{Observation, Viewer};
 use missive_server::games::{MatchState, Registry};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Connection;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, game_of, seat_view, spawn_app};
+use crate::helpers::{
+    Backend, Lcg, Step, TestApp, audit_log, authed, replay, seat_view, spawn_app,
+};
 
 use pb::lopti_action::Action as A;
 use pb::lopti_event::Event as E;
@@ -393,57 +395,6 @@ async fn play_session(
         }
     }
     panic!("the session did not end");
-}
-
-/// One replayed event: its seq, the state right after it, and the observations it produced.
-type Step = (u64, Box<dyn MatchState>, Vec<Observation<pb::GameEvent>>);
-
-fn replay(log: &pb::AuditLog) -> Vec<Step> {
-    let registry = Registry::new();
-    let (dealt_at, seed) = crate::helpers::deal_of(log);
-    let mut created: Option<pb::MatchCreated> = None;
-    let mut state: Option<Box<dyn MatchState>> = None;
-    let mut steps = Vec::new();
-    for event in &log.events {
-        let stored = missive_server::audit::stored_event(&registry, event, created.as_ref())
-            .expect("rebuilds");
-        let mut observations = Vec::new();
-        if let Some(pb::audit_event::Body::Created(c)) = &event.body {
-            created = Some(c.clone());
-        }
-        if event.seq == dealt_at {
-            let c = created.as_ref().expect("created first");
-            let (game, parsed) = registry
-                .parse_options(
-                    c.options.as_ref().expect("options"),
-                    Some(c.seat_count as u8),
-                )
-                .expect("options");
-            let fresh = game
-                .setup(&parsed.config, c.seat_count as u8, seed)
-                .expect("setup");
-            observations = fresh.setup_observations();
-            state = Some(fresh);
-        }
-        if let Some(pb::audit_event::Body::Action(a)) = &event.body {
-            observations = state
-                .as_mut()
-                .expect("dealt first")
-                .apply(
-                    a.seat as u8,
-                    &game_of(&registry, created.as_ref())
-                        .decode_action(&stored.payload["action"])
-                        .expect("decodes"),
-                )
-                .expect("a logged action replays");
-        }
-        // Nothing is dealt before the start: no state, and nothing told to anyone.
-        match &state {
-            Some(state) => steps.push((event.seq, state.boxed_clone(), observations)),
-            None => assert!(observations.is_empty()),
-        }
-    }
-    steps
 }
 
 /// Where every card lies in a state, read from the engine's own serialised state.

@@ -10,8 +10,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, TestApp, authed, get_match, love_letter_options, seat_view, spawn_app, spawn_replica,
-    spectator_view,
+    Backend, TestApp, authed, get_match, history, love_letter_options, seat_view, spawn_app,
+    spawn_replica, spectator_view,
 };
 
 /// Creates a Love Letter match with `timeout` seconds per turn and `bots` as bot seats, and
@@ -68,27 +68,6 @@ async fn start_match_with(
         tokens[seat as usize] = joined.seat_token;
     }
     (created.match_id, tokens)
-}
-
-/// The history as the token's seat sees it (a spectator's with `None`).
-async fn history(
-    client: &mut MissiveClient<Channel>,
-    match_id: &str,
-    token: Option<&str>,
-) -> pb::GetHistoryResponse {
-    let request = pb::GetHistoryRequest {
-        match_id: match_id.to_owned(),
-        seat: None,
-    };
-    let request = match token {
-        Some(token) => authed(request, token),
-        None => tonic::Request::new(request),
-    };
-    client
-        .get_history(request)
-        .await
-        .expect("history")
-        .into_inner()
 }
 
 /// Polls the match until `done` holds or `limit` passes.
