@@ -9,9 +9,17 @@ use missive_proto::v1 as pb;
 use missive_store::{GENESIS_HASH, MatchId, NewEvent, canonical_bytes, event_hash};
 use sha2::{Digest, Sha256};
 
+use crate::error::ApiError;
 use crate::events::{Bot, Creation, Event};
 use crate::games::{MatchState, Registry};
-use crate::table::Table;
+use crate::table::{Replay, Table};
+
+/// The audit format this server exports and [`verify`] reads: the canonical bytes, the hash
+/// chain and the payload forms of docs/AUDIT.md.
+pub const FORMAT: u32 = 1;
+
+/// The GetHistory response header (HTTP) and metadata key (gRPC) that carries [`FORMAT`].
+pub const FORMAT_HEADER: &str = "missive-audit-format";
 
 /// Why a log does not verify.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,9 +191,14 @@ pub fn verify(
         }
         // The same fold as the server's: the event that fills the last seat deals, from the
         // committed seed and the nonce of every seat's holder at that moment.
-        table
-            .apply(seq, &typed)
-            .map_err(|e| bad(seq, format!("the event does not replay: {e}")))?;
+        table.replay(seq, &typed).map_err(|e| match e {
+            Replay::Refused(refusal) => bad(
+                seq,
+                format!("the rules refuse this action: {}", refusal.rule),
+            ),
+            Replay::Unreadable(ApiError::Internal(detail)) => bad(seq, detail),
+            Replay::Unreadable(e) => bad(seq, e.to_string()),
+        })?;
     }
     match table {
         Some(table) if table.dealt() => Ok(table.state().boxed_clone()),
@@ -193,5 +206,192 @@ pub fn verify(
         None => Err(AuditError::Malformed(
             "the log has no creation event".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! docs/AUDIT.md against the code: its worked example verifies and its canonical bytes and
+    //! hashes are the ones this code computes; its config and action forms are the ones the
+    //! games map the API's messages to.
+
+    use super::*;
+    use crate::deal;
+    use crate::events::kinds;
+
+    const DOC: &str = include_str!("../../../docs/AUDIT.md");
+
+    /// The fenced blocks whose info string starts with `marker`: (the rest of the info string,
+    /// the block's text).
+    fn blocks(marker: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut lines = DOC.lines();
+        while let Some(line) = lines.next() {
+            let Some(info) = line.trim_start().strip_prefix("```") else {
+                continue;
+            };
+            let mut words = info.split_whitespace();
+            let _language = words.next();
+            let current = words.next() == Some(marker);
+            let rest: Vec<&str> = words.collect();
+            let mut body = Vec::new();
+            for line in lines.by_ref() {
+                if line.trim_start().starts_with("```") {
+                    break;
+                }
+                body.push(line);
+            }
+            if current {
+                out.push((rest.join(" "), body.join("\n")));
+            }
+        }
+        out
+    }
+
+    fn one(marker: &str) -> String {
+        let found = blocks(marker);
+        assert_eq!(found.len(), 1, "one {marker} block in docs/AUDIT.md");
+        found[0].1.clone()
+    }
+
+    #[test]
+    fn the_worked_example_verifies_and_its_bytes_and_hashes_are_the_codes() {
+        let match_id: MatchId = one("audit-example-match")
+            .trim()
+            .parse()
+            .expect("a match id");
+        let log: pb::AuditLog =
+            serde_json::from_str(&one("audit-example-log")).expect("an AuditLog in JSON");
+        let registry = Registry::new();
+        verify(&registry, match_id, &log).expect("the worked example verifies");
+
+        let seed: [u8; 32] = hex::decode(&log.seed)
+            .expect("hex seed")
+            .try_into()
+            .expect("32 bytes");
+        assert_eq!(hex::encode(Sha256::digest(seed)), log.seed_commitment);
+        let nonces: Vec<String> = log
+            .events
+            .iter()
+            .filter_map(|e| match &e.body {
+                Some(pb::audit_event::Body::Joined(j)) => Some(j.nonce.clone()),
+                _ => None,
+            })
+            .collect();
+        let nonces: Vec<&str> = nonces.iter().map(String::as_str).collect();
+        assert_eq!(
+            hex::encode(deal::seed(&seed, &nonces)),
+            one("audit-example-deal-seed").trim(),
+            "the deal seed from the seed and the seats' nonces"
+        );
+
+        let documented: Vec<(u64, String)> = blocks("audit-example-bytes")
+            .into_iter()
+            .map(|(info, text)| {
+                let seq = info
+                    .strip_prefix("seq=")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("audit-example-bytes {info:?} names its seq"));
+                (seq, text)
+            })
+            .collect();
+        assert_eq!(
+            documented.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(),
+            (1..=log.events.len() as u64).collect::<Vec<_>>(),
+            "the canonical bytes of every event, in order"
+        );
+        let kinds: std::collections::BTreeSet<&str> =
+            log.events.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                kinds::ACTION,
+                kinds::CREATED,
+                kinds::JOINED,
+                kinds::LEFT,
+                kinds::TIMEOUT
+            ]
+            .into(),
+            "the example shows every event kind"
+        );
+        let created = match &log.events[0].body {
+            Some(pb::audit_event::Body::Created(c)) => c.clone(),
+            other => panic!("the first event is the creation, not {other:?}"),
+        };
+        let mut prev = GENESIS_HASH;
+        for (event, (seq, bytes)) in log.events.iter().zip(&documented) {
+            let stored = stored_event(&registry, event, Some(&created)).expect("rebuilds");
+            let canonical = canonical_bytes(match_id, *seq, &stored);
+            assert_eq!(
+                std::str::from_utf8(&canonical).expect("utf-8"),
+                bytes,
+                "event {seq}'s canonical bytes as documented"
+            );
+            let hash = event_hash(&prev, bytes.as_bytes());
+            assert_eq!(
+                hex::encode(prev),
+                event.prev_hash,
+                "event {seq}'s prev_hash"
+            );
+            assert_eq!(
+                hex::encode(hash),
+                event.hash,
+                "SHA-256(prev ‖ bytes) of event {seq}"
+            );
+            prev = hash;
+        }
+    }
+
+    /// Each block holds the API's JSON on its first line and the rules' JSON (canonical) on
+    /// its second.
+    fn pairs(marker: &str) -> Vec<(String, String, String)> {
+        blocks(marker)
+            .into_iter()
+            .map(|(game, text)| {
+                let mut lines = text.lines();
+                let api = lines.next().unwrap_or_default().to_owned();
+                let rules = lines.next().unwrap_or_default().to_owned();
+                assert!(lines.next().is_none(), "{marker} {game}: two lines");
+                (game, api, rules)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_configs_and_actions_are_what_the_games_store() {
+        let registry = Registry::new();
+        let configs = pairs("audit-config");
+        let actions = pairs("audit-action");
+        for kind in ["love-letter", "lopti", "amori-e-intrighi"] {
+            assert!(configs.iter().any(|c| c.0 == kind), "a {kind} config");
+            assert!(actions.iter().any(|a| a.0 == kind), "a {kind} action");
+        }
+        for (kind, api, rules) in configs {
+            let options: pb::GameOptions =
+                serde_json::from_str(&api).unwrap_or_else(|e| panic!("{kind} options {api}: {e}"));
+            let (game, parsed) = registry
+                .parse_options(&options, None)
+                .unwrap_or_else(|e| panic!("{kind} options {api}: {e}"));
+            assert_eq!(game.kind(), kind, "{api}");
+            assert_eq!(
+                missive_store::canonical_json(&parsed.config),
+                rules,
+                "{kind}: {api}"
+            );
+        }
+        for (kind, api, rules) in actions {
+            let action: pb::GameAction =
+                serde_json::from_str(&api).unwrap_or_else(|e| panic!("{kind} action {api}: {e}"));
+            let game = registry.get(&kind).expect("a game kind");
+            let parsed = game
+                .parse_action(&action)
+                .and_then(|action| game.encode_action(&action))
+                .unwrap_or_else(|e| panic!("{kind} action {api}: {e}"));
+            assert_eq!(
+                missive_store::canonical_json(&parsed),
+                rules,
+                "{kind}: {api}"
+            );
+        }
     }
 }

@@ -28,6 +28,8 @@ pub struct Config {
     pub webhooks: Webhooks,
     #[command(flatten)]
     pub watch: Watch,
+    #[command(flatten)]
+    pub browsers: Browsers,
 }
 
 /// Where the server listens.
@@ -151,6 +153,83 @@ pub struct Watch {
     pub watch_recheck_ms: u64,
 }
 
+/// Calls from web pages: cross-origin requests (CORS), on both listeners (gRPC-Web included).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Browsers {
+    /// Origins whose pages may call the API (CORS), comma-separated, such as
+    /// `https://play.example.com`; `*` allows any origin. Empty (the default): no CORS headers,
+    /// so browsers only let pages of the server's own origin call it.
+    #[arg(long, env = "MISSIVE_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origins: Vec<Origin>,
+}
+
+/// An origin allowed by CORS: `*`, or `scheme://host[:port]` as a browser sends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Any,
+    Exact(String),
+}
+
+fn parse_origin(s: &str) -> Result<Origin, String> {
+    let s = s.trim();
+    if s == "*" {
+        return Ok(Origin::Any);
+    }
+    let host = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or_else(|| format!("{s:?} is not an origin: expected * or http(s)://host[:port]"))?;
+    if host.is_empty() || host.contains(['/', '?', '#', ' ']) || !s.is_ascii() {
+        return Err(format!(
+            "{s:?} is not an origin: scheme://host[:port], with no path or trailing slash"
+        ));
+    }
+    Ok(Origin::Exact(s.to_owned()))
+}
+
+impl Browsers {
+    /// The CORS layer both listeners wear, or `None` when no origin is allowed (the default).
+    /// Preflights may send what browser clients of either transport use: a bearer token,
+    /// JSON or gRPC-Web bodies, gRPC deadlines; gRPC-Web's status headers are readable.
+    pub fn cors(&self) -> Option<tower_http::cors::CorsLayer> {
+        use axum::http::{HeaderName, HeaderValue, Method, header};
+        use tower_http::cors::{AllowOrigin, CorsLayer};
+
+        if self.cors_origins.is_empty() {
+            return None;
+        }
+        let origin = if self.cors_origins.contains(&Origin::Any) {
+            AllowOrigin::any()
+        } else {
+            AllowOrigin::list(self.cors_origins.iter().filter_map(|o| match o {
+                Origin::Exact(o) => HeaderValue::from_str(o).ok(),
+                Origin::Any => None,
+            }))
+        };
+        let name = HeaderName::from_static;
+        Some(
+            CorsLayer::new()
+                .allow_origin(origin)
+                .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+                .allow_headers([
+                    header::AUTHORIZATION,
+                    header::CONTENT_TYPE,
+                    name("last-event-id"),
+                    name("x-grpc-web"),
+                    name("x-user-agent"),
+                    name("grpc-timeout"),
+                ])
+                .expose_headers([
+                    name("grpc-status"),
+                    name("grpc-message"),
+                    name("grpc-status-details-bin"),
+                    name(crate::audit::FORMAT_HEADER),
+                ])
+                .max_age(Duration::from_secs(24 * 60 * 60)),
+        )
+    }
+}
+
 /// A setting that may hold a credential (a database URL with a password): shown in `Debug`
 /// with the password replaced by `***`.
 #[derive(Clone, PartialEq, Eq)]
@@ -270,6 +349,39 @@ mod tests {
             shown.contains("postgres://app:***@db:5432/missive"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn cors_is_off_by_default_and_takes_a_comma_list_of_origins() {
+        let config = Config::parse_from(["missive"]);
+        assert!(config.browsers.cors_origins.is_empty());
+        assert!(config.browsers.cors().is_none());
+        let config = Config::parse_from([
+            "missive",
+            "--cors-origins",
+            "https://play.example.com, http://localhost:5173",
+        ]);
+        assert_eq!(
+            config.browsers.cors_origins,
+            [
+                Origin::Exact("https://play.example.com".into()),
+                Origin::Exact("http://localhost:5173".into())
+            ]
+        );
+        assert!(config.browsers.cors().is_some());
+        let any = Config::parse_from(["missive", "--cors-origins", "*"]);
+        assert_eq!(any.browsers.cors_origins, [Origin::Any]);
+        for bad in [
+            "play.example.com",
+            "https://play.example.com/",
+            "https://",
+            "ftp://x",
+        ] {
+            assert!(
+                Config::try_parse_from(["missive", "--cors-origins", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -115,11 +115,16 @@ impl Missive for Grpc {
         request: Request<pb::GetHistoryRequest>,
     ) -> Result<Response<pb::GetHistoryResponse>, Status> {
         let caller = caller(&request)?;
-        Ok(Response::new(
+        let mut response = Response::new(
             self.service
                 .bounded(self.service.get_history(&caller, request.into_inner()))
                 .await?,
-        ))
+        );
+        response.metadata_mut().insert(
+            crate::audit::FORMAT_HEADER,
+            tonic::metadata::MetadataValue::from(crate::audit::FORMAT),
+        );
+        Ok(response)
     }
 
     async fn get_match(

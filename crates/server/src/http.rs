@@ -199,15 +199,20 @@ async fn get_history(
     Path(id): Path<String>,
     caller: Caller,
     Query(query): Query<HashMap<String, String>>,
-) -> ApiResult<Reply<pb::GetHistoryResponse>> {
+) -> ApiResult<impl IntoResponse> {
     let request = pb::GetHistoryRequest {
         match_id: id,
         seat: query_seat(&query)?,
     };
-    Ok(Reply(
-        service
-            .bounded(service.get_history(&caller, request))
-            .await?,
+    let history = service
+        .bounded(service.get_history(&caller, request))
+        .await?;
+    Ok((
+        [(
+            crate::audit::FORMAT_HEADER,
+            crate::audit::FORMAT.to_string(),
+        )],
+        Reply(history),
     ))
 }
 
@@ -420,8 +425,18 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
     }
 }
 
-/// The router, with its tower layers: tracing, timeout, body limit, concurrency limit.
+/// The router, with its tower layers: CORS (when configured), tracing, timeout, body limit,
+/// concurrency limit.
 pub fn router(config: &Config, service: Arc<Service>) -> Router {
+    let router = routes_of(config, service);
+    // CORS outermost, so a preflight is answered before routing; off unless configured.
+    match config.browsers.cors() {
+        Some(cors) => router.layer(cors),
+        None => router,
+    }
+}
+
+fn routes_of(config: &Config, service: Arc<Service>) -> Router {
     let mut router = Router::new();
     for route in routes::ROUTES {
         router = router.route(route.path, method_router(route));

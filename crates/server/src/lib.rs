@@ -10,6 +10,7 @@
 pub mod audit;
 pub mod auth;
 pub mod bots;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod deal;
@@ -144,19 +145,36 @@ async fn grpc_server(
     health_reporter
         .set_serving::<MissiveServer<grpc::Grpc>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(missive_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Reflection in both versions: v1, and v1alpha for the tools that still ask for it. Each
+    // lists every service served, both reflection services included.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(missive_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(
+                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            )
+    };
+    let reflection_v1 = reflection()
         .build_v1()
         .context("building the reflection service")?;
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .context("building the v1alpha reflection service")?;
     let missive = tonic::service::interceptor::InterceptedService::new(
         MissiveServer::new(grpc::Grpc::new(service))
             .max_decoding_message_size(config.requests.max_body_bytes),
         grpc::authenticate,
     );
     tonic::transport::Server::builder()
+        // gRPC-Web: browsers speak it over HTTP/1.1 (and HTTP/2), translated to gRPC here.
+        .accept_http1(true)
         .timeout(config.requests.timeout())
         .concurrency_limit_per_connection(config.requests.concurrency_limit)
+        // CORS outermost, so a preflight is answered before anything else sees it.
+        .layer(tower::util::option_layer(config.browsers.cors()))
+        .layer(tonic_web::GrpcWebLayer::new())
         .layer(metrics::GrpcMetricsLayer)
         // One limit across all connections; the per-connection one alone would let many
         // clients together exceed it.
@@ -164,7 +182,8 @@ async fn grpc_server(
             config.requests.concurrency_limit,
         ))
         .add_service(health)
-        .add_service(reflection)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
         .add_service(missive)
         .serve_with_incoming_shutdown(
             // Without TCP_NODELAY a response's trailers wait on the client's delayed ACK

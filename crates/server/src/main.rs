@@ -1,17 +1,32 @@
-//! The `missive` binary: parse the configuration, set up logging, bind both listeners, print
-//! where they are, and serve until Ctrl-C or SIGTERM.
+//! The `missive` binary. `missive` (or `missive serve`): parse the configuration, set up
+//! logging, bind both listeners, print where they are, and serve until Ctrl-C or SIGTERM.
+//! `missive verify`, `history` and `watch` are clients (`cli.rs`).
+
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 use missive_server::Config;
+use missive_server::cli::{self, Cli, Command};
 use tokio::net::TcpListener;
 
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let config = Config::parse();
+async fn main() -> anyhow::Result<ExitCode> {
+    Ok(match Cli::parse().into_command() {
+        Command::Serve(config) => {
+            serve(config).await?;
+            ExitCode::SUCCESS
+        }
+        Command::Verify(args) => cli::verify(&args),
+        Command::History(args) => cli::history(&args).await,
+        Command::Watch(args) => cli::watch(&args).await,
+    })
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

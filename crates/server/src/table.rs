@@ -21,6 +21,21 @@ use crate::games::{AnyAction, GameKind, MatchState, NotDealt, Refusal};
 /// What a table's events produced: the observations of each, with their audiences.
 pub type Observations = Vec<Observation<pb::GameEvent>>;
 
+/// Why an event does not fold.
+#[derive(Debug)]
+pub enum Replay {
+    /// The rules refuse the action.
+    Refused(Refusal),
+    /// The event (or the config, or a nonce) cannot be read, or the game no longer sets up.
+    Unreadable(ApiError),
+}
+
+impl From<ApiError> for Replay {
+    fn from(e: ApiError) -> Self {
+        Replay::Unreadable(e)
+    }
+}
+
 /// A match's rules state, with what it is dealt from until it is.
 #[derive(Debug)]
 pub struct Table {
@@ -113,6 +128,18 @@ impl Table {
     /// Folds the `seq`th event of the log, returning what it told whom. A stored action the
     /// rules refuse is corrupt data, not a refusal.
     pub fn apply(&mut self, seq: u64, event: &Event) -> ApiResult<Observations> {
+        self.replay(seq, event).map_err(|e| match e {
+            Replay::Refused(refusal) => ApiError::internal(format!(
+                "stored event {seq} refused on replay: {}",
+                refusal.rule
+            )),
+            Replay::Unreadable(e) => e,
+        })
+    }
+
+    /// [`Table::apply`], telling a refused action from an event that cannot be read (for a
+    /// verifier, which must say which).
+    pub fn replay(&mut self, seq: u64, event: &Event) -> Result<Observations, Replay> {
         if let Some(pending) = self.undealt.as_mut() {
             pending.holders.note(seq, event)?;
             if let Some(nonces) = pending.holders.all() {
@@ -125,12 +152,7 @@ impl Table {
         match event {
             Event::Action { seat, action } | Event::Timeout { seat, action } => {
                 let action = self.game.decode_action(action)?;
-                self.play(*seat, &action).map_err(|refusal| {
-                    ApiError::internal(format!(
-                        "stored event {seq} refused on replay: {}",
-                        refusal.rule
-                    ))
-                })
+                self.play(*seat, &action).map_err(Replay::Refused)
             }
             // Dealt at creation: the first deal is the creation's news.
             Event::Created(_) if self.dealt() => Ok(self.state.setup_observations()),

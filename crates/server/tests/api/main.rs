@@ -2,6 +2,7 @@
 //! (and, where a test must hold the clock, the service itself in this process).
 
 mod amori;
+mod cli;
 mod clock;
 mod corpus;
 mod deal;
@@ -12,4 +13,5 @@ mod lopti;
 mod replicas;
 mod retries;
 mod turns;
+mod web;
 mod webhooks;

@@ -1,0 +1,392 @@
+//! The `missive` binary's client commands against a real server: `history` saves a finished
+//! match's history as the HTTP/JSON API returns it, and `verify` checks it offline, naming the
+//! first event of a tampered copy that does not verify.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use missive_proto::v1 as pb;
+use missive_server::games::Registry;
+use missive_store::{GENESIS_HASH, canonical_bytes, event_hash};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, Lcg, TestApp, spawn_app};
+
+/// Runs `missive ARGS` with the settings a server would also find in its environment, to show
+/// that they do not get in a client command's way.
+fn missive(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_missive"))
+        .args(args)
+        .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
+        .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+        .env_remove("MISSIVE_SERVER")
+        .output()
+        .expect("the missive binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+async fn post(app: &TestApp, path: &str, token: Option<&str>, body: Value) -> Value {
+    let mut request = app.http.post(app.url(path)).json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("POST");
+    let status = response.status();
+    let body: Value = response.json().await.expect("JSON");
+    assert!(status.is_success(), "POST {path}: {status} {body}");
+    body
+}
+
+async fn get(app: &TestApp, path: &str, token: Option<&str>) -> Value {
+    let mut request = app.http.get(app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("GET");
+    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+    response.json().await.expect("JSON")
+}
+
+/// A two-seat Love Letter match played to its end over HTTP/JSON, with random legal actions.
+async fn play_a_match(app: &TestApp) -> String {
+    let created = post(
+        app,
+        "/v1/matches",
+        None,
+        json!({ "options": { "loveLetter": {} }, "seatCount": 2 }),
+    )
+    .await;
+    let id = created["match"]["matchId"]
+        .as_str()
+        .expect("matchId")
+        .to_owned();
+    let mut tokens = Vec::new();
+    for player in ["ann", "bob"] {
+        let joined = post(
+            app,
+            &format!("/v1/matches/{id}/join"),
+            None,
+            json!({ "player": player }),
+        )
+        .await;
+        tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
+    }
+    let mut rng = Lcg(21);
+    for step in 0.. {
+        assert!(step < 5000, "the match ends");
+        let request_id = format!("step-{step}");
+        let view = get(app, &format!("/v1/matches/{id}/view"), None).await["view"].clone();
+        if view.get("outcome").is_some() {
+            break;
+        }
+        // The awaited seat; seat 0 is left out of the proto3 JSON.
+        let seat = view["awaiting"][0].as_u64().unwrap_or(0) as usize;
+        let mine = get(app, &format!("/v1/matches/{id}/view"), Some(&tokens[seat])).await;
+        let legal = mine["view"]["legalActions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let action = legal[rng.below(legal.len())].clone();
+        post(
+            app,
+            &format!("/v1/matches/{id}/act"),
+            Some(&tokens[seat]),
+            json!({ "action": action, "requestId": request_id }),
+        )
+        .await;
+    }
+    id
+}
+
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("missive-cli-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+fn verify(file: &Path, match_id: &str) -> Output {
+    missive(&["verify", &file.display().to_string(), "--match", match_id])
+}
+
+/// Writes `history` with its audit log replaced by `log`.
+fn write_with_log(path: &Path, history: &Value, log: &pb::AuditLog) {
+    let mut history = history.clone();
+    history["audit"] = serde_json::to_value(log).expect("an AuditLog serialises");
+    std::fs::write(path, serde_json::to_vec(&history).expect("JSON")).expect("write");
+}
+
+/// Recomputes the hash chain from `from` (an index into the events) on, as a forger who
+/// changed an event would, so that only the replay can tell.
+fn rechain(log: &mut pb::AuditLog, match_id: &str, from: usize) {
+    let registry = Registry::new();
+    let id = match_id.parse().expect("uuid");
+    let created = match &log.events[0].body {
+        Some(pb::audit_event::Body::Created(c)) => c.clone(),
+        other => panic!("the first event is the creation, not {other:?}"),
+    };
+    let mut prev = if from == 0 {
+        GENESIS_HASH
+    } else {
+        let hex = &log.events[from - 1].hash;
+        hex::decode(hex).expect("hex").try_into().expect("32 bytes")
+    };
+    for event in &mut log.events[from..] {
+        let stored = missive_server::audit::stored_event(&registry, event, Some(&created))
+            .expect("the forged event still reads");
+        let hash = event_hash(&prev, &canonical_bytes(id, event.seq, &stored));
+        event.prev_hash = hex::encode(prev);
+        event.hash = hex::encode(hash);
+        prev = hash;
+    }
+}
+
+#[tokio::test]
+async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one() {
+    let app = spawn_app(Backend::Postgres).await;
+    let id = play_a_match(&app).await;
+    let dir = scratch_dir();
+
+    // The history as a client fetches it, saved unchanged, under the match's id.
+    let response = app
+        .http
+        .get(app.url(&format!("/v1/matches/{id}/history")))
+        .send()
+        .await
+        .expect("history");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["missive-audit-format"],
+        "1",
+        "the audit format travels with the history"
+    );
+    let body = response.bytes().await.expect("body");
+    let saved = dir.join(format!("{id}.json"));
+    std::fs::write(&saved, &body).expect("write");
+
+    // `missive history -o` saves the same bytes.
+    let fetched = dir.join("fetched.json");
+    let out = missive(&[
+        "history",
+        &id,
+        "--server",
+        &app.http_base,
+        "-o",
+        &fetched.display().to_string(),
+    ]);
+    assert!(out.status.success(), "history: {}", text(&out.stderr));
+    assert_eq!(std::fs::read(&fetched).expect("read"), body.to_vec());
+
+    // A file named for its match needs no --match; another needs it.
+    let out = missive(&["verify", &saved.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "verify: {}", text(&out.stderr));
+    let history: Value = serde_json::from_slice(&body).expect("JSON");
+    let events = history["audit"]["events"].as_array().expect("events").len();
+    let summary = text(&out.stdout);
+    assert_eq!(summary.lines().count(), 1, "{summary}");
+    assert!(
+        summary.starts_with(&format!("OK match {id}: love-letter, {events} events")),
+        "{summary}"
+    );
+    assert!(summary.contains("won by seat"), "{summary}");
+    let out = missive(&["verify", &fetched.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--match"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(verify(&fetched, &id).status.code(), Some(0));
+
+    // Another match's id: the very first event's hash no longer holds.
+    let other = uuid::Uuid::new_v4().to_string();
+    let out = verify(&saved, &other);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("event 1 (created) does not verify"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let log: pb::AuditLog = serde_json::from_value(history["audit"].clone()).expect("an AuditLog");
+
+    // One byte of one event: the second player's name.
+    let mut tampered = log.clone();
+    let joined = tampered
+        .events
+        .iter_mut()
+        .filter(|e| e.kind == "joined")
+        .nth(1)
+        .expect("a second join");
+    let seq = joined.seq;
+    if let Some(pb::audit_event::Body::Joined(j)) = &mut joined.body {
+        assert_eq!(j.player, "bob");
+        j.player = "bod".into();
+    }
+    let file = dir.join("one-byte.json");
+    write_with_log(&file, &history, &tampered);
+    let out = verify(&file, &id);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "event {seq} (joined) does not verify: hash does not match"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The seed.
+    let mut tampered = log.clone();
+    let mut seed = hex::decode(&tampered.seed).expect("hex");
+    seed[0] ^= 1;
+    tampered.seed = hex::encode(seed);
+    let file = dir.join("seed.json");
+    write_with_log(&file, &history, &tampered);
+    let out = verify(&file, &id);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("the seed does not match the commitment"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // An action played by the other seat, with the chain recomputed from there on: every
+    // hash holds, and the rules refuse it.
+    let mut tampered = log.clone();
+    let at = tampered
+        .events
+        .iter()
+        .position(|e| e.kind == "action")
+        .expect("an action");
+    let event = &mut tampered.events[at];
+    let seq = event.seq;
+    if let Some(pb::audit_event::Body::Action(a)) = &mut event.body {
+        a.seat = 1 - a.seat;
+        event.actor = Some(a.seat);
+    }
+    rechain(&mut tampered, &id, at);
+    let file = dir.join("action.json");
+    write_with_log(&file, &history, &tampered);
+    let out = verify(&file, &id);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "event {seq} (action) does not verify: the rules refuse this action"
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // An unfinished match's history has no audit log to verify.
+    let open = post(
+        &app,
+        "/v1/matches",
+        None,
+        json!({ "options": { "loveLetter": {} }, "seatCount": 2 }),
+    )
+    .await["match"]["matchId"]
+        .as_str()
+        .expect("matchId")
+        .to_owned();
+    let out = missive(&["history", &open, "--server", &app.http_base]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let file = dir.join(format!("{open}.json"));
+    std::fs::write(&file, &out.stdout).expect("write");
+    let out = missive(&["verify", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no audit log"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // An unknown match: the server's answer, and a failure.
+    let out = missive(&["history", &other, "--server", &app.http_base]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("404"), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn missive_watch_prints_every_update_until_the_match_ends() {
+    let app = spawn_app(Backend::Sqlite).await;
+    let created = post(
+        &app,
+        "/v1/matches",
+        None,
+        json!({ "options": { "loveLetter": {} }, "seatCount": 2 }),
+    )
+    .await;
+    let id = created["match"]["matchId"]
+        .as_str()
+        .expect("matchId")
+        .to_owned();
+    let watcher = Command::new(env!("CARGO_BIN_EXE_missive"))
+        .args(["watch", &id, "--server", &app.http_base])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("missive watch starts");
+    // Join and play the match out (the watch began before the first join).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut tokens = Vec::new();
+    for player in ["ann", "bob"] {
+        let joined = post(
+            &app,
+            &format!("/v1/matches/{id}/join"),
+            None,
+            json!({ "player": player }),
+        )
+        .await;
+        tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
+    }
+    let mut rng = Lcg(3);
+    let mut step = 0;
+    let version = loop {
+        step += 1;
+        let request_id = format!("step-{step}");
+        let view = get(&app, &format!("/v1/matches/{id}/view"), None).await["view"].clone();
+        if view.get("outcome").is_some() {
+            break view["version"].as_str().expect("version").to_owned();
+        }
+        let seat = view["awaiting"][0].as_u64().unwrap_or(0) as usize;
+        let mine = get(&app, &format!("/v1/matches/{id}/view"), Some(&tokens[seat])).await;
+        let legal = mine["view"]["legalActions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let action = legal[rng.below(legal.len())].clone();
+        post(
+            &app,
+            &format!("/v1/matches/{id}/act"),
+            Some(&tokens[seat]),
+            json!({ "action": action, "requestId": request_id }),
+        )
+        .await;
+    };
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || watcher.wait_with_output()),
+    )
+    .await
+    .expect("missive watch ends with the match")
+    .expect("joined")
+    .expect("output");
+    assert!(out.status.success());
+    let updates: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON update a line"))
+        .collect();
+    let versions: Vec<String> = updates
+        .iter()
+        .map(|u| u["version"].as_str().expect("version").to_owned())
+        .collect();
+    let last: u64 = version.parse().expect("a number");
+    assert_eq!(
+        versions,
+        (1..=last).map(|v| v.to_string()).collect::<Vec<_>>(),
+        "every update, in order"
+    );
+}
