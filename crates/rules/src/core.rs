@@ -155,6 +155,15 @@ pub enum SetupError {
     },
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
+    #[error(
+        "{game} rules version {version} is not run here (this engine runs {oldest} to {newest})"
+    )]
+    RulesVersion {
+        game: &'static str,
+        version: u32,
+        oldest: u32,
+        newest: u32,
+    },
 }
 
 impl SetupError {
@@ -189,9 +198,13 @@ pub trait Game:
 {
     /// Stable id of the game, persisted with every match (`love-letter`).
     const KIND: &'static str;
-    /// Bumped whenever a change would make an old log replay differently, or an old
-    /// serialised state read differently. Snapshots of another version are rebuilt from events.
+    /// The rules a new match is created under. A change that would make an old log replay
+    /// differently, or an old serialised state read differently, ships as a new version: the
+    /// engine keeps running the old ones (see [`Game::setup_under`]) and every match is
+    /// replayed, viewed and played under the version it was created with.
     const RULES_VERSION: u32;
+    /// The oldest rules version this engine still runs.
+    const OLDEST_RULES_VERSION: u32 = Self::RULES_VERSION;
 
     type Config: Clone + Debug + Default + PartialEq + Serialize + DeserializeOwned + Send + Sync;
     type Action: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync;
@@ -204,8 +217,35 @@ pub trait Game:
     /// How many seats the game takes under `config`.
     fn seat_range(config: &Self::Config) -> RangeInclusive<u8>;
 
-    /// A new match for `seats` players, all randomness drawn from `seed`.
+    /// A new match for `seats` players, all randomness drawn from `seed`, under the newest
+    /// rules, [`Game::RULES_VERSION`].
     fn setup(config: &Self::Config, seats: u8, seed: Seed) -> Result<Self, SetupError>;
+
+    /// Whether this engine runs rules `version`.
+    fn runs(version: u32) -> bool {
+        (Self::OLDEST_RULES_VERSION..=Self::RULES_VERSION).contains(&version)
+    }
+
+    /// A new match under rules `version`, which the state keeps for the rest of the match: its
+    /// `apply` follows that version's rules. An engine that runs more than one version
+    /// overrides this; the default runs only [`Game::RULES_VERSION`].
+    fn setup_under(
+        config: &Self::Config,
+        seats: u8,
+        seed: Seed,
+        version: u32,
+    ) -> Result<Self, SetupError> {
+        if version == Self::RULES_VERSION {
+            Self::setup(config, seats, seed)
+        } else {
+            Err(SetupError::RulesVersion {
+                game: Self::KIND,
+                version,
+                oldest: Self::OLDEST_RULES_VERSION,
+                newest: Self::RULES_VERSION,
+            })
+        }
+    }
 
     /// What setup itself told the table (a first deal, a first draw), as observations, for a
     /// state fresh from [`Game::setup`]. Histories start with these. Empty by default.

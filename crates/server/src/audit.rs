@@ -178,7 +178,7 @@ pub fn verify(
                 creation.config.clone(),
                 creation.seat_count,
                 seed,
-                creation.deal_at_start,
+                (log.rules_version, creation.deal_at_start),
             );
             table = Some(dealt.map_err(|e| bad(seq, e.to_string()))?);
             created = Some(c.clone());

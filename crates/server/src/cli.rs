@@ -196,10 +196,10 @@ fn verify_log(match_id: MatchId, log: &pb::AuditLog) -> Result<String, Failure> 
         })
         .map(|(game, _)| game)
         .ok_or_else(|| failed("the log has no creation event"))?;
-    if log.rules_version != game.rules_version() {
+    if !game.runs(log.rules_version) {
         return Err(failed(format!(
-            "match {match_id} was played under {} rules version {}, and this build has version {}: \
-             its replay cannot be vouched for",
+            "match {match_id} was played under {} rules version {}, which this build does not \
+             run (its newest is {}): its replay cannot be vouched for",
             game.kind(),
             log.rules_version,
             game.rules_version()

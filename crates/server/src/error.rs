@@ -29,10 +29,12 @@ pub enum Rule {
     RequestIdReused,
     /// A join retried after its player left the seat.
     SeatLeft,
+    /// A match created under rules this server does not run.
+    RulesVersionUnavailable,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 10] = [
         Rule::MatchNotOpen,
         Rule::SeatTaken,
         Rule::MatchFull,
@@ -42,6 +44,7 @@ impl Rule {
         Rule::NoLegalAction,
         Rule::RequestIdReused,
         Rule::SeatLeft,
+        Rule::RulesVersionUnavailable,
     ];
 
     /// The code clients see.
@@ -56,6 +59,7 @@ impl Rule {
             Rule::NoLegalAction => "no-legal-action",
             Rule::RequestIdReused => "request-id-reused",
             Rule::SeatLeft => "seat-left",
+            Rule::RulesVersionUnavailable => "rules-version-unavailable",
         }
     }
 }

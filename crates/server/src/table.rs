@@ -14,7 +14,7 @@ use missive_rules::{Observation, Seat};
 use serde_json::Value;
 
 use crate::deal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Rule};
 use crate::events::Event;
 use crate::games::{AnyAction, GameKind, MatchState, NotDealt, Refusal};
 
@@ -43,6 +43,8 @@ pub struct Table {
     /// The game's config (the rules' JSON, as the match row holds it) and seat count.
     config: Value,
     seats: u8,
+    /// The rules version the match was created under, which it is played under throughout.
+    version: u32,
     state: Box<dyn MatchState>,
     /// Until a match dealt at its start starts: the committed seed and each seat holder's
     /// nonce. The state is [`NotDealt`] meanwhile.
@@ -61,6 +63,7 @@ impl Clone for Table {
             game: self.game.clone(),
             config: self.config.clone(),
             seats: self.seats,
+            version: self.version,
             state: self.state.boxed_clone(),
             undealt: self.undealt.clone(),
         }
@@ -68,15 +71,18 @@ impl Clone for Table {
 }
 
 impl Table {
-    /// The table before its `created` event is folded: dealt from `seed` at once for a match
-    /// dealt at creation (older matches), else waiting for its seats' holders.
+    /// The table before its `created` event is folded, under rules `version`: dealt from
+    /// `seed` at once for a match dealt at creation (older matches), else waiting for its
+    /// seats' holders. A version this server does not run is refused: a match is never
+    /// replayed under other rules than its own.
     pub fn new(
         game: Arc<dyn GameKind>,
         config: Value,
         seats: u8,
         seed: [u8; 32],
-        deal_at_start: bool,
+        (version, deal_at_start): (u32, bool),
     ) -> ApiResult<Table> {
+        check_version(game.as_ref(), version)?;
         let (state, undealt) = if deal_at_start {
             let undealt = Undealt {
                 seed,
@@ -84,32 +90,41 @@ impl Table {
             };
             (Box::new(NotDealt) as Box<dyn MatchState>, Some(undealt))
         } else {
-            (game.setup(&config, seats, seed)?, None)
+            (game.setup_under(&config, seats, seed, version)?, None)
         };
         Ok(Table {
             game,
             config,
             seats,
+            version,
             state,
             undealt,
         })
     }
 
-    /// A table restored from a snapshot of a dealt state.
+    /// A table restored from a snapshot of a dealt state taken under rules `version`.
     pub fn restored(
         game: Arc<dyn GameKind>,
         config: Value,
         seats: u8,
+        version: u32,
         state: Value,
     ) -> ApiResult<Table> {
+        check_version(game.as_ref(), version)?;
         let state = game.restore(state)?;
         Ok(Table {
             game,
             config,
             seats,
+            version,
             state,
             undealt: None,
         })
+    }
+
+    /// The rules version the match is played under.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     pub fn game(&self) -> &Arc<dyn GameKind> {
@@ -144,7 +159,9 @@ impl Table {
             pending.holders.note(seq, event)?;
             if let Some(nonces) = pending.holders.all() {
                 let seed = deal::seed(&pending.seed, &nonces);
-                self.state = self.game.setup(&self.config, self.seats, seed)?;
+                self.state = self
+                    .game
+                    .setup_under(&self.config, self.seats, seed, self.version)?;
                 self.undealt = None;
                 return Ok(self.state.setup_observations());
             }
@@ -169,5 +186,309 @@ impl Table {
     /// save.
     pub fn snapshot(&self) -> Option<ApiResult<Value>> {
         self.dealt().then(|| self.state.to_json())
+    }
+}
+
+/// Refuses a rules version the server does not run.
+fn check_version(game: &dyn GameKind, version: u32) -> ApiResult<()> {
+    if game.runs(version) {
+        return Ok(());
+    }
+    Err(ApiError::precondition(
+        Rule::RulesVersionUnavailable,
+        format!(
+            "this match is played under {} rules version {version}, which this server does not \
+             run (new matches get version {}); a server that runs it must serve it",
+            game.kind(),
+            game.rules_version()
+        ),
+    ))
+}
+
+/// A rule change shipped as a new version, made here and not shipped: `Demo` is Love Letter
+/// whose version 2 retires a Guard's guess of the Priest. Matches created under version 1 keep
+/// their rules (and outcomes) on a server that runs both; new matches get version 2; a server
+/// that no longer runs version 1 refuses its matches.
+#[cfg(test)]
+mod tests {
+    use missive_rules::love_letter::{self, LoveLetter, Role};
+    use missive_rules::{Game, GameError, Observation, Outcome, SeatSet, Seed, SetupError, Viewer};
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::bots::Strategies;
+    use crate::games::{Adapter, ProtoGame, Registered};
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Demo<const OLDEST: u32, const NEWEST: u32> {
+        game: LoveLetter,
+        version: u32,
+    }
+
+    #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+    enum DemoError {
+        #[error(transparent)]
+        Game(#[from] love_letter::Error),
+        #[error("since version 2 a Guard may not name the Priest")]
+        PriestGuessRetired,
+    }
+
+    impl GameError for DemoError {
+        fn code(&self) -> &'static str {
+            match self {
+                DemoError::Game(e) => e.code(),
+                DemoError::PriestGuessRetired => "priest-guess-retired",
+            }
+        }
+    }
+
+    fn names_the_priest(action: &love_letter::Action) -> bool {
+        matches!(action, love_letter::Action::Play { card, guess: Some(Role::Priest), .. }
+            if card.role() == Role::Guard)
+    }
+
+    impl<const OLDEST: u32, const NEWEST: u32> Game for Demo<OLDEST, NEWEST> {
+        const KIND: &'static str = "demo";
+        const RULES_VERSION: u32 = NEWEST;
+        const OLDEST_RULES_VERSION: u32 = OLDEST;
+        type Config = love_letter::Config;
+        type Action = love_letter::Action;
+        type Event = love_letter::Event;
+        type View = love_letter::View;
+        type Error = DemoError;
+
+        fn seat_range(config: &Self::Config) -> std::ops::RangeInclusive<u8> {
+            LoveLetter::seat_range(config)
+        }
+
+        fn setup(config: &Self::Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {
+            Self::setup_under(config, seats, seed, NEWEST)
+        }
+
+        fn setup_under(
+            config: &Self::Config,
+            seats: u8,
+            seed: Seed,
+            version: u32,
+        ) -> Result<Self, SetupError> {
+            if !Self::runs(version) {
+                return Err(SetupError::InvalidConfig(format!("version {version}")));
+            }
+            let game = LoveLetter::setup(config, seats, seed)?;
+            Ok(Demo { game, version })
+        }
+
+        fn setup_observations(&self) -> Vec<Observation<Self::Event>> {
+            self.game.setup_observations()
+        }
+
+        fn seats(&self) -> u8 {
+            self.game.seats()
+        }
+
+        fn awaiting(&self) -> SeatSet {
+            self.game.awaiting()
+        }
+
+        fn legal_actions(&self, seat: Seat) -> Vec<Self::Action> {
+            let mut legal = self.game.legal_actions(seat);
+            if self.version >= 2 {
+                legal.retain(|a| !names_the_priest(a));
+            }
+            legal
+        }
+
+        fn apply(
+            &mut self,
+            seat: Seat,
+            action: &Self::Action,
+        ) -> Result<Vec<Observation<Self::Event>>, DemoError> {
+            if self.version >= 2 && names_the_priest(action) {
+                return Err(DemoError::PriestGuessRetired);
+            }
+            Ok(self.game.apply(seat, action)?)
+        }
+
+        fn view(&self, viewer: Viewer) -> Self::View {
+            self.game.view(viewer)
+        }
+
+        fn outcome(&self) -> Option<Outcome> {
+            self.game.outcome()
+        }
+
+        fn default_action(&self, seat: Seat) -> Option<Self::Action> {
+            self.legal_actions(seat).into_iter().next()
+        }
+    }
+
+    impl<const OLDEST: u32, const NEWEST: u32> Registered for Demo<OLDEST, NEWEST> {
+        fn wrap(action: Self::Action) -> AnyAction {
+            AnyAction::LoveLetter(action)
+        }
+
+        fn unwrap(action: &AnyAction) -> Option<&Self::Action> {
+            LoveLetter::unwrap(action)
+        }
+    }
+
+    impl<const OLDEST: u32, const NEWEST: u32> Strategies for Demo<OLDEST, NEWEST> {}
+
+    impl<const OLDEST: u32, const NEWEST: u32> ProtoGame for Demo<OLDEST, NEWEST> {
+        fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Self::Config, String>> {
+            LoveLetter::options_from_proto(options)
+        }
+
+        fn options_to_proto(config: &Self::Config, reveal: bool) -> pb::GameOptions {
+            LoveLetter::options_to_proto(config, reveal)
+        }
+
+        fn fixed_deck(config: &Self::Config) -> bool {
+            LoveLetter::fixed_deck(config)
+        }
+
+        fn action_from_proto(action: &pb::GameAction) -> Result<Self::Action, String> {
+            LoveLetter::action_from_proto(action)
+        }
+
+        fn action_to_proto(action: &Self::Action) -> pb::GameAction {
+            LoveLetter::action_to_proto(action)
+        }
+
+        fn view_to_proto(view: &Self::View) -> pb::GameView {
+            LoveLetter::view_to_proto(view)
+        }
+
+        fn event_to_proto(event: &Self::Event) -> pb::GameEvent {
+            LoveLetter::event_to_proto(event)
+        }
+    }
+
+    fn game<const OLDEST: u32, const NEWEST: u32>() -> Arc<dyn GameKind> {
+        Arc::new(Adapter::<Demo<OLDEST, NEWEST>>::default())
+    }
+
+    fn config() -> Value {
+        serde_json::to_value(love_letter::Config::default()).expect("config")
+    }
+
+    /// The events that open a two-seat match dealt at the start.
+    fn opening() -> Vec<Event> {
+        let joined = |seat: u8| Event::Joined {
+            seat,
+            player: format!("p{seat}"),
+            nonce: Some(format!("n{seat}")),
+        };
+        vec![
+            Event::Created(crate::events::Creation {
+                config: config(),
+                seat_count: 2,
+                fixed_deck: false,
+                turn_timeout_secs: None,
+                turn_reminder_secs: None,
+                bots: Vec::new(),
+                deal_at_start: true,
+            }),
+            joined(0),
+            joined(1),
+        ]
+    }
+
+    /// Plays a match on `table` to its end, naming the Priest with a Guard whenever the rules
+    /// allow it, else the first legal action: the log, and the outcome.
+    fn play(table: &mut Table) -> (Vec<Event>, Outcome) {
+        let mut log = opening();
+        for (i, event) in log.iter().enumerate() {
+            table.apply(i as u64 + 1, event).expect("opens");
+        }
+        while table.state().outcome().is_none() {
+            let seat = table.state().awaiting().iter().next().expect("awaited");
+            let legal: Vec<AnyAction> = table
+                .state()
+                .legal_actions(seat)
+                .iter()
+                .map(|a| table.game().parse_action(a).expect("parses"))
+                .collect();
+            let action = legal
+                .iter()
+                .find(|a| matches!(a, AnyAction::LoveLetter(a) if names_the_priest(a)))
+                .unwrap_or(&legal[0])
+                .clone();
+            table.play(seat, &action).expect("a legal action");
+            let action = table.game().encode_action(&action).expect("encodes");
+            log.push(Event::Action { seat, action });
+        }
+        (log, table.state().outcome().expect("over"))
+    }
+
+    fn replay(table: &mut Table, log: &[Event]) -> Result<Option<Outcome>, (u64, Replay)> {
+        for (i, event) in log.iter().enumerate() {
+            let seq = i as u64 + 1;
+            table.replay(seq, event).map_err(|e| (seq, e))?;
+        }
+        Ok(table.state().outcome())
+    }
+
+    #[test]
+    fn a_match_keeps_the_rules_it_was_created_with_and_new_matches_get_the_new_ones() {
+        let seed = [5; 32];
+        // Before the change: the server runs version 1 only.
+        let mut before = Table::new(game::<1, 1>(), config(), 2, seed, (1, true)).expect("v1");
+        let (log, outcome) = play(&mut before);
+        let guesses = log
+            .iter()
+            .filter(|e| {
+                matches!(e, Event::Action { action, .. }
+                if action.to_string().contains("\"guess\":\"priest\""))
+            })
+            .count();
+        assert!(guesses > 0, "the match uses the rule that changes");
+
+        // After: version 2 ships and version 1 stays. The old match replays to its outcome.
+        let mut old = Table::new(game::<1, 2>(), config(), 2, seed, (1, true)).expect("v1 runs");
+        assert_eq!(replay(&mut old, &log).ok(), Some(Some(outcome.clone())));
+        assert_eq!(
+            old.snapshot().map(Result::ok),
+            before.snapshot().map(Result::ok)
+        );
+
+        // A new match, created under version 2, from the same seed and nonces: the same log is
+        // refused at its first Guard naming the Priest, and nobody is offered that play.
+        let newest = game::<1, 2>().rules_version();
+        assert_eq!(newest, 2);
+        let mut new = Table::new(game::<1, 2>(), config(), 2, seed, (newest, true)).expect("v2");
+        let first = log
+            .iter()
+            .position(|e| {
+                matches!(e, Event::Action { action, .. }
+                if action.to_string().contains("\"guess\":\"priest\""))
+            })
+            .expect("a priest guess") as u64
+            + 1;
+        match replay(&mut new, &log) {
+            Err((seq, Replay::Refused(refusal))) => {
+                assert_eq!((seq, refusal.rule), (first, "priest-guess-retired"));
+            }
+            other => panic!("refused at {first}, not {other:?}"),
+        }
+        let (new_log, _) =
+            play(&mut Table::new(game::<1, 2>(), config(), 2, seed, (2, true)).expect("v2"));
+        assert!(
+            !new_log
+                .iter()
+                .any(|e| matches!(e, Event::Action { action, .. }
+                if action.to_string().contains("\"guess\":\"priest\""))),
+            "version 2 never offers the retired play"
+        );
+
+        // A server that has retired version 1 refuses the old match instead of replaying it.
+        let refused =
+            Table::new(game::<2, 2>(), config(), 2, seed, (1, true)).expect_err("retired");
+        assert!(
+            matches!(&refused, ApiError::FailedPrecondition { rule, .. }
+                if rule == Rule::RulesVersionUnavailable.code()),
+            "{refused:?}"
+        );
+        assert!(refused.to_string().contains("version 1"), "{refused}");
     }
 }

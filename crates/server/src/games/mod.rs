@@ -123,7 +123,10 @@ pub struct ParsedOptions {
 /// rules' serde JSON, which is how the match row stores them.
 pub trait GameKind: Send + Sync + Debug + 'static {
     fn kind(&self) -> &'static str;
+    /// The rules version new matches are created under.
     fn rules_version(&self) -> u32;
+    /// Whether this server runs rules `version` of the game.
+    fn runs(&self, version: u32) -> bool;
     /// `None` when `options` names another game.
     fn parse_options(
         &self,
@@ -133,7 +136,18 @@ pub trait GameKind: Send + Sync + Debug + 'static {
     fn default_seats(&self, config: &Value) -> ApiResult<u8>;
     fn options_to_proto(&self, config: &Value, reveal: bool) -> ApiResult<pb::GameOptions>;
     fn fixed_deck(&self, config: &Value) -> bool;
-    fn setup(&self, config: &Value, seats: u8, seed: [u8; 32]) -> ApiResult<Box<dyn MatchState>>;
+    /// A new match under the newest rules.
+    fn setup(&self, config: &Value, seats: u8, seed: [u8; 32]) -> ApiResult<Box<dyn MatchState>> {
+        self.setup_under(config, seats, seed, self.rules_version())
+    }
+    /// A new match under rules `version`, which its state keeps.
+    fn setup_under(
+        &self,
+        config: &Value,
+        seats: u8,
+        seed: [u8; 32],
+        version: u32,
+    ) -> ApiResult<Box<dyn MatchState>>;
     fn restore(&self, state: Value) -> ApiResult<Box<dyn MatchState>>;
     /// A request's action, parsed once into the rules' type (its shape checked, not its
     /// legality).
@@ -204,6 +218,10 @@ impl<G: ProtoGame> GameKind for Adapter<G> {
         G::RULES_VERSION
     }
 
+    fn runs(&self, version: u32) -> bool {
+        G::runs(version)
+    }
+
     fn parse_options(
         &self,
         options: &pb::GameOptions,
@@ -248,8 +266,14 @@ impl<G: ProtoGame> GameKind for Adapter<G> {
             .unwrap_or(false)
     }
 
-    fn setup(&self, config: &Value, seats: u8, seed: [u8; 32]) -> ApiResult<Box<dyn MatchState>> {
-        let game = G::setup(&config_of::<G>(config)?, seats, Seed(seed))
+    fn setup_under(
+        &self,
+        config: &Value,
+        seats: u8,
+        seed: [u8; 32],
+        version: u32,
+    ) -> ApiResult<Box<dyn MatchState>> {
+        let game = G::setup_under(&config_of::<G>(config)?, seats, Seed(seed), version)
             .map_err(|e| ApiError::internal(format!("stored match no longer sets up: {e}")))?;
         Ok(Box::new(State(game)))
     }

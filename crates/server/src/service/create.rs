@@ -122,7 +122,14 @@ impl Service {
             None => uuid::Uuid::new_v4(),
         };
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
-        let mut table = Table::new(game.clone(), parsed.config.clone(), seats, seed, true)?;
+        let version = game.rules_version();
+        let mut table = Table::new(
+            game.clone(),
+            parsed.config.clone(),
+            seats,
+            seed,
+            (version, true),
+        )?;
         table.apply(1, &first)?;
         let all_seats: Vec<SeatRecord> = (0..seats)
             .map(|seat| {

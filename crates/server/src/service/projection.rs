@@ -287,19 +287,26 @@ impl Service {
     pub(super) async fn load(&self, id: MatchId) -> ApiResult<Live> {
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
-        let loaded = self.store.load(id, game.rules_version()).await?;
+        // The match is played under the rules it was created with, from a snapshot taken
+        // under them if there is one.
+        let version = record.rules_version;
+        let loaded = self.store.load(id, version).await?;
         let (config, seats) = (loaded.record.config.clone(), loaded.record.seat_count);
         let (table, whole_log) = match loaded.snapshot {
-            Some(snapshot) if snapshot.rules_version == game.rules_version() => {
-                (Table::restored(game, config, seats, snapshot.state)?, false)
-            }
+            Some(snapshot) if snapshot.rules_version == version => (
+                Table::restored(game, config, seats, version, snapshot.state)?,
+                false,
+            ),
             _ => {
                 let seed = self.store.seed(id).await?;
                 let deal_at_start = loaded
                     .events
                     .first()
                     .is_some_and(|created| deal::deals_at_start(&created.payload));
-                (Table::new(game, config, seats, seed, deal_at_start)?, true)
+                (
+                    Table::new(game, config, seats, seed, (version, deal_at_start))?,
+                    true,
+                )
             }
         };
         // The request ids of the events before the snapshot, then those after it.

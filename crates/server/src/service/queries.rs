@@ -115,7 +115,7 @@ impl Service {
             record.config.clone(),
             record.seat_count,
             seed,
-            deal_at_start,
+            (record.rules_version, deal_at_start),
         )?;
         let mut live = Live::new(past, table, true, HashMap::new());
         for event in events {

@@ -210,7 +210,7 @@ impl Service {
         };
         let snapshot = Snapshot {
             seq: live.record.version,
-            rules_version: live.game().rules_version(),
+            rules_version: live.table.version(),
             state,
         };
         let store = self.store.clone();

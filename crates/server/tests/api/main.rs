@@ -6,6 +6,7 @@ mod cli;
 mod clock;
 mod corpus;
 mod deal;
+mod golden;
 mod grpc;
 mod helpers;
 mod http;
