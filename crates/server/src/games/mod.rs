@@ -574,4 +574,12 @@ pub(crate) mod round_trip {
         }
         checked
     }
+
+    /// [`walk`] over six games of up to 400 actions per config and seat count, which must
+    /// reach a thousand actions and a hundred observations.
+    pub(crate) fn check<G: ProtoGame>(configs: &[G::Config]) {
+        let checked = walk::<G>(configs, 6, 400);
+        assert!(checked.actions > 1_000, "{checked:?}");
+        assert!(checked.events > 100, "{checked:?}");
+    }
 }
