@@ -4,6 +4,8 @@
 //! dealt from the seed `deal.rs` defines: for a match dealt at its start, the committed seed
 //! and the nonces of the seats' holders when the last seat was taken.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use missive_proto::v1 as pb;
 use missive_store::{GENESIS_HASH, MatchId, NewEvent, canonical_bytes, event_hash};
@@ -11,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::events::{Bot, Creation, Event};
-use crate::games::{MatchState, Registry};
+use crate::games::{GameKind, MatchState, Registry};
 use crate::table::{Replay, Table};
 
 /// The audit format this server exports and [`verify`] reads: the canonical bytes, the hash
@@ -51,6 +53,36 @@ pub fn stored_event(
     event: &pb::AuditEvent,
     created: Option<&pb::MatchCreated>,
 ) -> Result<NewEvent, AuditError> {
+    let game = created
+        .map(|created| game_of(registry, event.seq, created))
+        .transpose()?;
+    rebuild(registry, event, game.as_deref()).map(|(stored, _)| stored)
+}
+
+/// The game a match's creation names.
+fn game_of(
+    registry: &Registry,
+    seq: u64,
+    created: &pb::MatchCreated,
+) -> Result<Arc<dyn GameKind>, AuditError> {
+    let options = created
+        .options
+        .as_ref()
+        .ok_or_else(|| bad(seq, "no options"))?;
+    let seats = u8::try_from(created.seat_count).map_err(|_| bad(seq, "seat count"))?;
+    let (game, _) = registry
+        .parse_options(options, Some(seats))
+        .map_err(|e| bad(seq, e.to_string()))?;
+    Ok(game)
+}
+
+/// [`stored_event`], with the event typed, once the match's `game` is known (from its
+/// creation; `None` before it).
+fn rebuild(
+    registry: &Registry,
+    event: &pb::AuditEvent,
+    game: Option<&dyn GameKind>,
+) -> Result<(NewEvent, Event), AuditError> {
     use pb::audit_event::Body;
     let seq = event.seq;
     let seat = |seat: u32| u8::try_from(seat).map_err(|_| bad(seq, "seat out of range"));
@@ -92,15 +124,7 @@ pub fn stored_event(
         },
         Some(Body::Action(pb::ActionTaken { seat: s, action }))
         | Some(Body::TimedOut(pb::TurnTimedOut { seat: s, action })) => {
-            let created = created.ok_or_else(|| bad(seq, "action before creation"))?;
-            let options = created
-                .options
-                .as_ref()
-                .ok_or_else(|| bad(seq, "no options"))?;
-            let seats = u8::try_from(created.seat_count).map_err(|_| bad(seq, "seat count"))?;
-            let (game, _) = registry
-                .parse_options(options, Some(seats))
-                .map_err(|e| bad(seq, e.to_string()))?;
+            let game = game.ok_or_else(|| bad(seq, "action before creation"))?;
             let action = action.as_ref().ok_or_else(|| bad(seq, "no action"))?;
             let action = game
                 .parse_action(action)
@@ -121,14 +145,14 @@ pub fn stored_event(
             format!("a {} body in a {} event", typed.kind(), event.kind),
         ));
     }
-    let payload = typed.payload();
-    Ok(NewEvent {
+    let stored = NewEvent {
         kind: event.kind.clone(),
         actor: event.actor.map(|a| a as u8),
         request_id: event.request_id.clone(),
-        payload,
+        payload: typed.payload(),
         at: time(event.at.as_ref()).ok_or_else(|| bad(seq, "bad timestamp"))?,
-    })
+    };
+    Ok((stored, typed))
 }
 
 /// Verifies `log` of match `match_id` and returns the state its actions replay to.
@@ -145,14 +169,14 @@ pub fn verify(
         return Err(AuditError::SeedMismatch);
     }
     let mut prev = GENESIS_HASH;
-    let mut created: Option<pb::MatchCreated> = None;
     let mut table: Option<Table> = None;
     for (i, event) in log.events.iter().enumerate() {
         let seq = event.seq;
         if seq != i as u64 + 1 {
             return Err(bad(seq, format!("expected seq {}", i + 1)));
         }
-        let stored = stored_event(registry, event, created.as_ref())?;
+        let game = table.as_ref().map(|t| t.game().as_ref());
+        let (stored, typed) = rebuild(registry, event, game)?;
         if hex::encode(prev) != event.prev_hash {
             return Err(bad(seq, "prev_hash does not link to the previous event"));
         }
@@ -161,17 +185,13 @@ pub fn verify(
             return Err(bad(seq, "hash does not match the event's content"));
         }
         prev = hash;
-        let typed = Event::parse(&stored.kind, &stored.payload).map_err(|e| bad(seq, e))?;
         if let (Some(pb::audit_event::Body::Created(c)), Event::Created(creation)) =
             (&event.body, &typed)
         {
             if table.is_some() {
                 return Err(bad(seq, "a second creation"));
             }
-            let options = c.options.as_ref().ok_or_else(|| bad(seq, "no options"))?;
-            let (game, _) = registry
-                .parse_options(options, Some(creation.seat_count))
-                .map_err(|e| bad(seq, e.to_string()))?;
+            let game = game_of(registry, seq, c)?;
             // Dealt at creation from the committed seed itself (older matches), or at the start.
             let dealt = Table::new(
                 game,
@@ -181,7 +201,6 @@ pub fn verify(
                 (log.rules_version, creation.deal_at_start),
             );
             table = Some(dealt.map_err(|e| bad(seq, e.to_string()))?);
-            created = Some(c.clone());
         }
         let table = table
             .as_mut()
