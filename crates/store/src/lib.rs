@@ -63,10 +63,13 @@
 //! - `rows.rs`: the rows both backends read and the column structs they bind; `canonical.rs`:
 //!   the canonical bytes and the hash chain; `turns.rs` and `outbox.rs`: what both backends
 //!   share about pending turns and the outbox, and the outbox's public types.
+//! - `metrics.rs`: the latencies and group-commit batch sizes the store records through the
+//!   `metrics` facade (exported by the recorder the process installs, if any).
 //! - `migrations/` at the workspace root: each backend's schema; its README lists what differs.
 
 mod backend;
 mod canonical;
+pub mod metrics;
 mod outbox;
 mod postgres;
 mod rows;
@@ -495,6 +498,17 @@ macro_rules! with_backend {
     };
 }
 
+/// [`with_backend!`] for an operation that reaches the database, timed as `$op` in
+/// [`metrics::OPERATION_DURATION`].
+macro_rules! timed {
+    ($store:expr, $op:literal, $b:ident => $call:expr) => {{
+        let start = std::time::Instant::now();
+        let result = with_backend!($store, $b => $call);
+        $crate::metrics::operation($op, start);
+        result
+    }};
+}
+
 /// The event store. Cheap to clone: clones share the connection pool.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -527,7 +541,7 @@ impl Store {
 
     /// Whether the database answers a query now: one round trip, whatever the matches.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        with_backend!(self, b => b.ping().await)
+        timed!(self, "ping", b => b.ping().await)
     }
 
     /// How many events apart the caller should write snapshots.
@@ -575,24 +589,24 @@ impl Store {
         check_match(&m)?;
         check_events(&first)?;
         let events = chain(m.id, 0, &GENESIS_HASH, first);
-        with_backend!(self, b => b.create_match(&m, &events).await)?;
+        timed!(self, "create_match", b => b.create_match(&m, &events).await)?;
         let record = self.get_match(m.id).await?;
         Ok((record, events))
     }
 
     /// The match row and its seats.
     pub async fn get_match(&self, id: MatchId) -> Result<MatchRecord, StoreError> {
-        with_backend!(self, b => b.get_match(id).await)
+        timed!(self, "get_match", b => b.get_match(id).await)
     }
 
     /// The match's secret seed, for the server to replay; reveal it only once the match is over.
     pub async fn seed(&self, id: MatchId) -> Result<[u8; 32], StoreError> {
-        with_backend!(self, b => b.seed(id).await)
+        timed!(self, "seed", b => b.seed(id).await)
     }
 
     /// Matches passing the filter, ordered by id.
     pub async fn list_matches(&self, filter: &MatchFilter) -> Result<Vec<MatchRecord>, StoreError> {
-        with_backend!(self, b => b.list_matches(filter).await)
+        timed!(self, "list_matches", b => b.list_matches(filter).await)
     }
 
     /// Appends `events` after `expected_version`, applying `update` atomically with them.
@@ -609,7 +623,7 @@ impl Store {
     ) -> Result<Appended, StoreError> {
         check_events(&events)?;
         check_seats(&update.seats)?;
-        with_backend!(self, b => b.append(id, expected_version, events, &update).await)
+        timed!(self, "append", b => b.append(id, expected_version, events, &update).await)
     }
 
     /// Up to `limit` events with `seq > after_seq`, in order.
@@ -621,18 +635,18 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         // No seq is beyond what both backends store: asking after it finds nothing.
         let after_seq = after_seq.min(MAX_STORED);
-        with_backend!(self, b => b.read_events(id, after_seq, limit).await)
+        timed!(self, "read_events", b => b.read_events(id, after_seq, limit).await)
     }
 
     /// The match row, the newest snapshot written by `rules_version` (snapshots of other
     /// versions are ignored) and every event after it.
     pub async fn load(&self, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
-        with_backend!(self, b => b.load(id, rules_version).await)
+        timed!(self, "load", b => b.load(id, rules_version).await)
     }
 
     /// Stores a snapshot, replacing any snapshot at the same seq.
     pub async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        with_backend!(self, b => b.put_snapshot(id, snapshot).await)
+        timed!(self, "put_snapshot", b => b.put_snapshot(id, snapshot).await)
     }
 
     /// Claims up to `limit` pending turns due at `now` that no unexpired lease holds, oldest
@@ -645,13 +659,13 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<TurnRecord>, StoreError> {
-        with_backend!(self, b => b.claim_turns(now, lease_until, limit).await)
+        timed!(self, "claim_turns", b => b.claim_turns(now, lease_until, limit).await)
     }
 
     /// Deletes the match's pending turn for `seat` if it is still the one awaited after
     /// `version` (the match moved on without it: nothing is left to do). True if deleted.
     pub async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Result<bool, StoreError> {
-        with_backend!(self, b => b.drop_turn(id, seat, version).await)
+        timed!(self, "drop_turn", b => b.drop_turn(id, seat, version).await)
     }
 
     /// Queues the reminders due at `now`, at most `limit`: each pending turn whose `remind_at`
@@ -665,12 +679,12 @@ impl Store {
         limit: u32,
         body: impl Fn(&Reminder) -> String + Send + Sync,
     ) -> Result<u32, StoreError> {
-        with_backend!(self, b => b.queue_reminders(now, limit, &body).await)
+        timed!(self, "queue_reminders", b => b.queue_reminders(now, limit, &body).await)
     }
 
     /// The match's pending turns, by seat.
     pub async fn turns(&self, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
-        with_backend!(self, b => b.turns(id).await)
+        timed!(self, "turns", b => b.turns(id).await)
     }
 
     /// The shared key called `name`: the one stored, or `candidate` if none was (it is then
@@ -682,7 +696,7 @@ impl Store {
         candidate: [u8; 32],
     ) -> Result<[u8; 32], StoreError> {
         check_text("a key name", name)?;
-        let key = with_backend!(self, b => b.server_key(name, candidate).await)?;
+        let key = timed!(self, "server_key", b => b.server_key(name, candidate).await)?;
         key.try_into()
             .map_err(|_| StoreError::Corrupt(format!("server key {name:?} is not 32 bytes")))
     }
@@ -697,18 +711,18 @@ impl Store {
         secret: [u8; 32],
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        with_backend!(self, b => b.set_webhook(id, seat, url, secret, now).await)
+        timed!(self, "set_webhook", b => b.set_webhook(id, seat, url, secret, now).await)
     }
 
     /// Removes `seat`'s webhook and gives up the notifications still queued for it (their
     /// `last_error` says why). Returns whether there was one.
     pub async fn remove_webhook(&self, id: MatchId, seat: u8) -> Result<bool, StoreError> {
-        with_backend!(self, b => b.remove_webhook(id, seat).await)
+        timed!(self, "remove_webhook", b => b.remove_webhook(id, seat).await)
     }
 
     /// `seat`'s webhook, if it has one.
     pub async fn webhook(&self, id: MatchId, seat: u8) -> Result<Option<Webhook>, StoreError> {
-        with_backend!(self, b => b.webhook(id, seat).await)
+        timed!(self, "webhook", b => b.webhook(id, seat).await)
     }
 
     /// Claims up to `limit` due notifications, of any match, until `lease_until`: no other
@@ -720,7 +734,7 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError> {
-        with_backend!(self, b => b.claim_deliveries(now, lease_until, limit).await)
+        timed!(self, "claim_deliveries", b => b.claim_deliveries(now, lease_until, limit).await)
     }
 
     /// Records one attempt at a claimed notification: delivered, or failed and retried at
@@ -731,7 +745,7 @@ impl Store {
         attempt: &Attempt,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        with_backend!(self, b => b.record_delivery(key, attempt, now).await)
+        timed!(self, "record_delivery", b => b.record_delivery(key, attempt, now).await)
     }
 
     /// The delivery records of a match, optionally of one seat, newest event first, at most
@@ -742,7 +756,7 @@ impl Store {
         seat: Option<u8>,
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>, StoreError> {
-        with_backend!(self, b => b.deliveries(id, seat, limit).await)
+        timed!(self, "deliveries", b => b.deliveries(id, seat, limit).await)
     }
 
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.

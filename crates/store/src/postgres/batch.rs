@@ -157,6 +157,7 @@ struct Counts {
 
 impl Counts {
     fn wrote(&self, rows: usize) {
+        crate::metrics::group_commit(rows);
         self.statements.fetch_add(1, Ordering::Relaxed);
         self.rows.fetch_add(rows as u64, Ordering::Relaxed);
     }
