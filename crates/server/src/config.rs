@@ -30,6 +30,8 @@ pub struct Config {
     pub watch: Watch,
     #[command(flatten)]
     pub browsers: Browsers,
+    #[command(flatten)]
+    pub logs: Logs,
 }
 
 /// Where the server listens.
@@ -161,6 +163,22 @@ pub struct Browsers {
     /// so browsers only let pages of the server's own origin call it.
     #[arg(long, env = "MISSIVE_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
     pub cors_origins: Vec<Origin>,
+}
+
+/// Logging (the filter is `RUST_LOG`, default `info`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Logs {
+    /// How log lines on stderr are written: `text` for people, `json` (one object a line, with
+    /// the request's span fields) for log collectors.
+    #[arg(long, env = "MISSIVE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// See [`Logs::log_format`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// An origin allowed by CORS: `*`, or `scheme://host[:port]` as a browser sends it.
@@ -382,6 +400,38 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_readme_lists_every_setting() {
+        let readme = include_str!("../../../README.md");
+        let table = &readme[readme
+            .find("## Configuration")
+            .expect("a configuration section")..];
+        for arg in <Config as clap::CommandFactory>::command().get_arguments() {
+            let Some(long) = arg.get_long() else {
+                continue;
+            };
+            if long == "help" || long == "version" {
+                continue;
+            }
+            let env = arg
+                .get_env()
+                .expect("every setting has an environment variable");
+            let row = format!("| `--{long}` | `{}` |", env.to_string_lossy());
+            assert!(table.contains(&row), "README.md lacks the row {row}");
+        }
+    }
+
+    #[test]
+    fn logs_are_text_unless_json_is_asked_for() {
+        assert_eq!(
+            Config::parse_from(["missive"]).logs.log_format,
+            LogFormat::Text
+        );
+        let json = Config::parse_from(["missive", "--log-format", "json"]);
+        assert_eq!(json.logs.log_format, LogFormat::Json);
+        assert!(Config::try_parse_from(["missive", "--log-format", "xml"]).is_err());
     }
 
     #[test]

@@ -28,7 +28,6 @@ use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tower::ServiceBuilder;
-use tower_http::trace::TraceLayer;
 
 use crate::auth;
 use crate::error::{ApiError, ApiResult};
@@ -321,10 +320,10 @@ async fn healthz(State(service): State<AppState>) -> Response {
     }
 }
 
-async fn metrics_text(State(service): State<AppState>) -> Response {
+async fn metrics_text() -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        metrics::render(service.store().group_commit()),
+        metrics::render(),
     )
         .into_response()
 }
@@ -382,22 +381,53 @@ async fn json_errors(response: Response) -> Response {
     Response::from_parts(parts, axum::body::Body::from(body))
 }
 
-/// Counts and times each request by its route pattern.
+/// Runs each request in its span (`telemetry::request_span`), and counts and times it by its
+/// RPC and route pattern.
 async fn record(request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().to_string();
+    use tracing::Instrument;
+    let (rpc, route) = http_labels(&request);
+    let span = crate::telemetry::request_span("http", &rpc);
     let start = Instant::now();
-    let response = next.run(request).await;
-    metrics::record_request(
-        "http",
-        &format!("{method} {route}"),
-        response.status().as_str(),
-        start.elapsed(),
-    );
+    let response = next.run(request).instrument(span.clone()).await;
+    let elapsed = start.elapsed();
+    let status = response.status().as_u16();
+    span.in_scope(|| {
+        tracing::debug!(
+            status,
+            elapsed_ms = elapsed.as_millis() as u64,
+            "http request"
+        );
+    });
+    metrics::record_request("http", rpc, route, metrics::status_class(status), elapsed);
     response
+}
+
+/// The `rpc` and `route` labels of a request: the API's RPC (or, off the API, the route's
+/// path) and `METHOD pattern`. Never the raw path, nor a method outside the standard ones:
+/// labels stay bounded whatever clients send.
+fn http_labels(request: &Request) -> (String, String) {
+    use axum::http::Method;
+    let Some(path) = request.extensions().get::<MatchedPath>() else {
+        return ("unmatched".into(), "unmatched".into());
+    };
+    let method = request.method();
+    let method = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::HEAD,
+        Method::OPTIONS,
+        Method::PATCH,
+    ]
+    .iter()
+    .find(|m| *m == method)
+    .map_or("OTHER", Method::as_str);
+    let rpc = routes::ROUTES
+        .iter()
+        .find(|r| r.path == path.as_str() && r.method.openapi().eq_ignore_ascii_case(method))
+        .map_or_else(|| path.as_str().to_owned(), |r| r.rpc.to_owned());
+    (rpc, format!("{method} {}", path.as_str()))
 }
 
 /// The handler of one route of the table.
@@ -425,7 +455,7 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
     }
 }
 
-/// The router, with its tower layers: CORS (when configured), tracing, timeout, body limit,
+/// The router, with its tower layers: CORS (when configured), request spans and metrics, timeout, body limit,
 /// concurrency limit.
 pub fn router(config: &Config, service: Arc<Service>) -> Router {
     let router = routes_of(config, service);
@@ -449,7 +479,6 @@ fn routes_of(config: &Config, service: Arc<Service>) -> Router {
         .with_state(service)
         .layer(
             ServiceBuilder::new()
-                .layer(TraceLayer::new_for_http())
                 .layer(middleware::from_fn(record))
                 .layer(middleware::map_response(json_errors))
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(

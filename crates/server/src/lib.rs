@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod routes;
 pub mod service;
 pub mod table;
+pub mod telemetry;
 pub mod turns;
 pub mod webhooks;
 
@@ -70,6 +71,7 @@ pub async fn run(
     http: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    metrics::install();
     // Other replicas' appends wake this server's watchers.
     let fanout = fanout::spawn(&service);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -27,13 +27,7 @@ async fn main() -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let _telemetry = missive_server::telemetry::init(&config.logs)?;
     tracing::debug!(?config, "configuration");
 
     let service = missive_server::build_service(&config).await?;

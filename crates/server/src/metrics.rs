@@ -1,146 +1,296 @@
-//! Prometheus metrics, kept in-process and rendered in the text exposition format at
-//! `/metrics`: requests and latencies by transport and route, acts, turns played, the store's
-//! group commit, and errors by code.
+//! Prometheus metrics through the `metrics` facade: the code records with `metrics::counter!`,
+//! `gauge!` and `histogram!` (the store crate too, without knowing of Prometheus), and
+//! [`install`] puts `metrics-exporter-prometheus`'s recorder behind the facade, whose handle
+//! `/metrics` renders ([`render`]). Every series, its labels and meaning: docs/METRICS.md.
 //!
-//! A handful of counters does not justify a metrics framework; the registry is a mutex-guarded
-//! map, touched once per request.
+//! Labels are bounded: a transport, an RPC or route pattern, a status class or gRPC code, an
+//! operation name. Match ids, request ids and raw paths never become labels (they are in the
+//! logs instead).
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::collections::HashSet;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-/// Upper bounds of the latency histogram, in seconds.
-const BUCKETS: [f64; 10] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
+use metrics::{Label, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+/// Upper bounds of the latency histograms (requests and store operations), in seconds.
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// Upper bounds of the group commit's batch sizes (appends per statement; at most 128).
+const BATCH_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 96.0, 128.0];
+
+/// How often the recorder folds recorded histogram samples into its buckets.
+const UPKEEP: Duration = Duration::from_secs(5);
+
+pub const REQUESTS: &str = "missive_requests_total";
+pub const REQUEST_DURATION: &str = "missive_request_duration_seconds";
+pub const ERRORS: &str = "missive_errors_total";
+pub const ACTS: &str = "missive_acts_total";
+pub const TURNS_DUE: &str = "missive_turns_due_total";
+pub const TURNS_PLAYED: &str = "missive_turns_played_total";
+pub const REMINDERS: &str = "missive_turn_reminders_queued_total";
+pub const CACHE_HITS: &str = "missive_match_cache_hits_total";
+pub const CACHE_MISSES: &str = "missive_match_cache_misses_total";
+pub const WATCHERS: &str = "missive_watchers";
+pub const WEBHOOK_DELIVERIES: &str = "missive_webhook_deliveries_total";
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the Prometheus recorder as the process's metrics recorder (once; later calls do
+/// nothing) and starts its upkeep. Must run inside the Tokio runtime.
+pub fn install() {
+    HANDLE.get_or_init(|| {
+        let handle = builder()
+            .install_recorder()
+            .expect("no other metrics recorder is installed");
+        describe();
+        let upkeep = handle.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(UPKEEP);
+            loop {
+                tick.tick().await;
+                upkeep.run_upkeep();
+            }
+        });
+        handle
+    });
 }
 
-static REQUESTS: Mutex<BTreeMap<(String, String, String), Histogram>> = Mutex::new(BTreeMap::new());
-static ERRORS: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
-static ACTS: AtomicU64 = AtomicU64::new(0);
-static BOT_MOVES: AtomicU64 = AtomicU64::new(0);
-static TIMEOUTS: AtomicU64 = AtomicU64::new(0);
+/// The recorder's configuration: true histograms (not summaries), with buckets per metric.
+fn builder() -> PrometheusBuilder {
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &LATENCY_BUCKETS)
+        .and_then(|b| {
+            b.set_buckets_for_metric(
+                Matcher::Full(missive_store::metrics::GROUP_COMMIT_BATCH.into()),
+                &BATCH_BUCKETS,
+            )
+        })
+        .expect("bucket lists are not empty")
+}
 
-/// One finished request: `transport` is `grpc` or `http`, `route` the method or path pattern.
-pub fn record_request(transport: &str, route: &str, status: &str, elapsed: Duration) {
-    let secs = elapsed.as_secs_f64();
-    let mut map = REQUESTS.lock().unwrap_or_else(|e| e.into_inner());
-    let h = map
-        .entry((transport.to_owned(), route.to_owned(), status.to_owned()))
-        .or_default();
-    h.count += 1;
-    h.sum += secs;
-    for (i, bound) in BUCKETS.iter().enumerate() {
-        if secs <= *bound {
-            h.counts[i] += 1;
-        }
+/// Everything recorded, in the Prometheus text format; empty before [`install`].
+pub fn render() -> String {
+    HANDLE
+        .get()
+        .map(PrometheusHandle::render)
+        .unwrap_or_default()
+}
+
+/// Help texts, and the series a dashboard expects to see from the start at zero.
+fn describe() {
+    describe_counter!(
+        REQUESTS,
+        "Requests served, by transport, RPC, route and status (HTTP status class or gRPC code)."
+    );
+    describe_histogram!(
+        REQUEST_DURATION,
+        Unit::Seconds,
+        "Request latency until the response (a stream's: until it opens), by transport, RPC and route."
+    );
+    describe_counter!(ERRORS, "Errors returned to callers, by gRPC code name.");
+    describe_counter!(ACTS, "Actions accepted from players.");
+    describe_counter!(
+        TURNS_DUE,
+        "Due turns the turn worker claimed: bot turns and passed deadlines."
+    );
+    describe_counter!(
+        TURNS_PLAYED,
+        "Turns this server played for a seat: bot moves and default actions of passed deadlines."
+    );
+    describe_counter!(REMINDERS, "Deadline reminders queued for delivery.");
+    describe_counter!(
+        CACHE_HITS,
+        "Match lookups answered from the in-memory cache (caught up from the store if behind)."
+    );
+    describe_counter!(
+        CACHE_MISSES,
+        "Match lookups that loaded the match from the store (snapshot plus events)."
+    );
+    describe_gauge!(WATCHERS, "Watch streams open on this server.");
+    describe_counter!(
+        WEBHOOK_DELIVERIES,
+        "Webhook delivery attempts, by outcome: delivered, failed (to be retried), given_up."
+    );
+    missive_store::metrics::describe();
+
+    counter!(ACTS).absolute(0);
+    for kind in ["bot", "timeout"] {
+        counter!(TURNS_DUE, "kind" => kind).absolute(0);
+        counter!(TURNS_PLAYED, "kind" => kind).absolute(0);
     }
+    counter!(CACHE_HITS).absolute(0);
+    counter!(CACHE_MISSES).absolute(0);
+    gauge!(WATCHERS).set(0.0);
+    for outcome in ["delivered", "failed", "given_up"] {
+        counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).absolute(0);
+    }
+}
+
+/// One finished request. `rpc` is the API's RPC name (`Act`) or, for what is not an RPC of
+/// the API, a bounded name of its own; `route` the transport's pattern for it; `status` the
+/// HTTP status class (`2xx`) or the gRPC code name (`OK`).
+pub fn record_request(
+    transport: &'static str,
+    rpc: String,
+    route: String,
+    status: &'static str,
+    elapsed: Duration,
+) {
+    let mut labels = vec![
+        Label::from_static_parts("transport", transport),
+        Label::new("rpc", rpc),
+        Label::new("route", route),
+    ];
+    metrics::histogram!(REQUEST_DURATION, labels.clone()).record(elapsed.as_secs_f64());
+    labels.push(Label::from_static_parts("status", status));
+    counter!(REQUESTS, labels).increment(1);
 }
 
 /// An error returned to a caller, by gRPC code name.
 pub fn record_error(code: &'static str) {
-    *ERRORS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(code)
-        .or_default() += 1;
+    counter!(ERRORS, "code" => code).increment(1);
 }
 
 /// An accepted action.
 pub fn record_act() {
-    ACTS.fetch_add(1, Ordering::Relaxed);
+    counter!(ACTS).increment(1);
+}
+
+/// A due turn the worker claimed: `bot` or `timeout`.
+pub fn record_turn_due(bot: bool) {
+    counter!(TURNS_DUE, "kind" => if bot { "bot" } else { "timeout" }).increment(1);
 }
 
 /// A turn this server played for a seat: `bot` or `timeout`.
-pub fn record_turn(kind: &str) {
-    let counter = if kind == "bot" { &BOT_MOVES } else { &TIMEOUTS };
-    counter.fetch_add(1, Ordering::Relaxed);
+pub fn record_turn(kind: &'static str) {
+    counter!(TURNS_PLAYED, "kind" => kind).increment(1);
 }
 
-/// Everything, in the Prometheus text format; `group_commit` is the store's, on PostgreSQL.
-pub fn render(group_commit: Option<missive_store::GroupCommit>) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "# HELP missive_requests_total Requests served.\n# TYPE missive_requests_total counter\n",
-    );
-    let requests = REQUESTS.lock().unwrap_or_else(|e| e.into_inner());
-    for ((transport, route, status), h) in requests.iter() {
-        let _ = writeln!(
-            out,
-            "missive_requests_total{{transport=\"{transport}\",route=\"{route}\",status=\"{status}\"}} {}",
-            h.count
-        );
+/// Reminders the turn worker queued.
+pub fn record_reminders(queued: u32) {
+    if queued > 0 {
+        counter!(REMINDERS).increment(u64::from(queued));
     }
-    out.push_str("# HELP missive_request_duration_seconds Request latency.\n# TYPE missive_request_duration_seconds histogram\n");
-    for ((transport, route, status), h) in requests.iter() {
-        let labels = format!("transport=\"{transport}\",route=\"{route}\",status=\"{status}\"");
-        for (bound, count) in BUCKETS.iter().zip(h.counts) {
-            let _ = writeln!(
-                out,
-                "missive_request_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {count}"
-            );
+}
+
+/// A match looked up in the cache: found (`hit`) or loaded from the store.
+pub fn record_cache(hit: bool) {
+    counter!(if hit { CACHE_HITS } else { CACHE_MISSES }).increment(1);
+}
+
+/// One webhook delivery attempt: `delivered`, `failed` or `given_up`.
+pub fn record_delivery(outcome: &'static str) {
+    counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
+}
+
+/// An open watch stream, counted in [`WATCHERS`] until dropped.
+#[derive(Debug)]
+pub struct Watcher(());
+
+impl Watcher {
+    pub fn open() -> Watcher {
+        gauge!(WATCHERS).increment(1.0);
+        Watcher(())
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        gauge!(WATCHERS).decrement(1.0);
+    }
+}
+
+/// The HTTP status class of a status code: `2xx`, `4xx`…
+pub fn status_class(status: u16) -> &'static str {
+    match status {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// The name of a `grpc-status` value (`0` → `OK`); `UNKNOWN` for anything else.
+pub fn grpc_code_name(status: &str) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    status
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| NAMES.get(i).copied())
+        .unwrap_or("UNKNOWN")
+}
+
+/// The gRPC methods this server serves, `package.Service/Method`, read once from the
+/// descriptor sets it registers for reflection.
+fn grpc_methods() -> &'static HashSet<String> {
+    static METHODS: OnceLock<HashSet<String>> = OnceLock::new();
+    METHODS.get_or_init(|| {
+        use prost::Message;
+        let sets: [&[u8]; 4] = [
+            missive_proto::FILE_DESCRIPTOR_SET,
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+        ];
+        let mut methods = HashSet::new();
+        for set in sets {
+            let Ok(set) = prost_types::FileDescriptorSet::decode(set) else {
+                continue;
+            };
+            for file in set.file {
+                let package = file.package();
+                for service in &file.service {
+                    for method in &service.method {
+                        methods.insert(format!("{package}.{}/{}", service.name(), method.name()));
+                    }
+                }
+            }
         }
-        let _ = writeln!(
-            out,
-            "missive_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {}",
-            h.count
-        );
-        let _ = writeln!(
-            out,
-            "missive_request_duration_seconds_sum{{{labels}}} {}",
-            h.sum
-        );
-        let _ = writeln!(
-            out,
-            "missive_request_duration_seconds_count{{{labels}}} {}",
-            h.count
-        );
-    }
-    drop(requests);
-    out.push_str(
-        "# HELP missive_acts_total Actions accepted.\n# TYPE missive_acts_total counter\n",
-    );
-    let _ = writeln!(out, "missive_acts_total {}", ACTS.load(Ordering::Relaxed));
-    out.push_str("# HELP missive_turns_played_total Turns this server played for a seat: bot moves and default actions of passed deadlines.\n# TYPE missive_turns_played_total counter\n");
-    let _ = writeln!(
-        out,
-        "missive_turns_played_total{{kind=\"bot\"}} {}",
-        BOT_MOVES.load(Ordering::Relaxed)
-    );
-    let _ = writeln!(
-        out,
-        "missive_turns_played_total{{kind=\"timeout\"}} {}",
-        TIMEOUTS.load(Ordering::Relaxed)
-    );
-    if let Some(group) = group_commit {
-        out.push_str("# HELP missive_store_group_commits_total Statements the store's group commit wrote, one commit each.\n# TYPE missive_store_group_commits_total counter\n");
-        let _ = writeln!(
-            out,
-            "missive_store_group_commits_total {}",
-            group.statements
-        );
-        out.push_str("# HELP missive_store_group_commit_appends_total Appends those statements carried.\n# TYPE missive_store_group_commit_appends_total counter\n");
-        let _ = writeln!(
-            out,
-            "missive_store_group_commit_appends_total {}",
-            group.rows
-        );
-    }
-    out.push_str("# HELP missive_errors_total Errors returned, by gRPC code.\n# TYPE missive_errors_total counter\n");
-    for (code, n) in ERRORS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        let _ = writeln!(out, "missive_errors_total{{code=\"{code}\"}} {n}");
-    }
-    out
+        methods
+    })
 }
 
-/// A tower layer for the gRPC server: a tracing span per call, and its count and latency by
-/// method and `grpc-status`.
+/// The `rpc` and `route` labels of a gRPC call to `path`: the method name and
+/// `package.Service/Method` for a method this server serves, `unknown` for any other path (a
+/// client may send any path; labels must stay bounded).
+pub fn grpc_labels(path: &str) -> (String, String) {
+    let method = path.trim_start_matches('/');
+    if !grpc_methods().contains(method) {
+        return ("unknown".into(), "unknown".into());
+    }
+    let rpc = if method.starts_with("missive.") {
+        method.rsplit('/').next().unwrap_or(method).to_owned()
+    } else {
+        method.to_owned()
+    };
+    (rpc, method.to_owned())
+}
+
+/// A tower layer for the gRPC server: a tracing span per call (with the match and request ids
+/// the service records on it), and its count and latency by method and gRPC code.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GrpcMetricsLayer;
 
@@ -174,9 +324,9 @@ where
 
     fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
         use tracing::Instrument;
-        let method = request.uri().path().to_owned();
-        let span = tracing::info_span!("grpc", method = %method);
-        let start = std::time::Instant::now();
+        let (rpc, route) = grpc_labels(request.uri().path());
+        let span = crate::telemetry::request_span("grpc", &rpc);
+        let start = Instant::now();
         let future = self.0.call(request);
         Box::pin(
             async move {
@@ -188,15 +338,113 @@ where
                         .headers()
                         .get("grpc-status")
                         .and_then(|v| v.to_str().ok())
-                        .unwrap_or("0")
-                        .to_owned(),
-                    Err(_) => "transport-error".to_owned(),
+                        .map_or("OK", grpc_code_name),
+                    Err(_) => "TRANSPORT_ERROR",
                 };
-                tracing::debug!(status = %status, elapsed_ms = start.elapsed().as_millis() as u64, "grpc call");
-                record_request("grpc", &method, &status, start.elapsed());
+                let elapsed = start.elapsed();
+                tracing::debug!(status, elapsed_ms = elapsed.as_millis() as u64, "grpc call");
+                record_request("grpc", rpc, route, status, elapsed);
                 result
             }
             .instrument(span),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` with a recorder of this configuration, and renders what it recorded.
+    fn recorded(f: impl FnOnce()) -> String {
+        let recorder = builder().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, f);
+        handle.render()
+    }
+
+    #[test]
+    fn requests_are_counted_and_timed_in_histogram_buckets() {
+        let text = recorded(|| {
+            record_request(
+                "grpc",
+                "Act".into(),
+                "missive.v1.Missive/Act".into(),
+                "OK",
+                Duration::from_millis(3),
+            );
+        });
+        let labels = r#"transport="grpc",rpc="Act",route="missive.v1.Missive/Act""#;
+        assert!(
+            text.contains(&format!(
+                r#"missive_requests_total{{{labels},status="OK"}} 1"#
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                r#"missive_request_duration_seconds_bucket{{{labels},le="0.005"}} 1"#
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                r#"missive_request_duration_seconds_bucket{{{labels},le="0.0025"}} 0"#
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn batch_sizes_get_their_own_buckets() {
+        let text = recorded(|| {
+            metrics::histogram!(missive_store::metrics::GROUP_COMMIT_BATCH).record(12.0);
+        });
+        assert!(
+            text.contains(r#"missive_store_group_commit_batch_size_bucket{le="16"} 1"#),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_watcher_counts_while_it_lives() {
+        let recorder = builder().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            let one = Watcher::open();
+            drop(Watcher::open());
+            assert!(handle.render().contains("missive_watchers 1\n"));
+            drop(one);
+            assert!(handle.render().contains("missive_watchers 0\n"));
+        });
+    }
+
+    #[test]
+    fn only_served_grpc_methods_become_labels() {
+        assert_eq!(
+            grpc_labels("/missive.v1.Missive/Act"),
+            ("Act".into(), "missive.v1.Missive/Act".into())
+        );
+        assert_eq!(
+            grpc_labels("/grpc.health.v1.Health/Check").0,
+            "grpc.health.v1.Health/Check"
+        );
+        assert_eq!(
+            grpc_labels("/missive.v1.Missive/NoSuchThing"),
+            ("unknown".into(), "unknown".into())
+        );
+        assert_eq!(grpc_labels("/a/b/c").0, "unknown");
+    }
+
+    #[test]
+    fn codes_and_classes_are_named() {
+        assert_eq!(grpc_code_name("0"), "OK");
+        assert_eq!(grpc_code_name("5"), "NOT_FOUND");
+        assert_eq!(grpc_code_name("16"), "UNAUTHENTICATED");
+        assert_eq!(grpc_code_name("99"), "UNKNOWN");
+        assert_eq!(grpc_code_name("x"), "UNKNOWN");
+        assert_eq!(status_class(201), "2xx");
+        assert_eq!(status_class(404), "4xx");
+        assert_eq!(status_class(503), "5xx");
     }
 }

@@ -20,6 +20,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument;
+
 use crate::service::Service;
 
 /// Turns claimed per round trip; a full batch is followed at once by another claim.
@@ -56,6 +58,7 @@ pub async fn run(
                 .await
             {
                 Ok(queued) => {
+                    crate::metrics::record_reminders(queued);
                     service.wake_webhooks(queued > 0);
                     full |= queued == BATCH;
                 }
@@ -65,14 +68,19 @@ pub async fn run(
             }
             let mut plays = tokio::task::JoinSet::new();
             for turn in claimed {
+                crate::metrics::record_turn_due(turn.bot.is_some());
                 let service = service.clone();
-                plays.spawn(async move {
-                    if let Err(e) = service.play_turn(&turn).await {
-                        // Left leased: another claim retries it once the lease expires.
-                        tracing::warn!(match_id = %turn.match_id, seat = turn.seat,
-                            version = turn.version, error = %e, "turn not played");
+                let span = tracing::info_span!("turn", match_id = %turn.match_id,
+                    seat = turn.seat, version = turn.version, request_id = tracing::field::Empty);
+                plays.spawn(
+                    async move {
+                        if let Err(e) = service.play_turn(&turn).await {
+                            // Left leased: another claim retries it once the lease expires.
+                            tracing::warn!(error = %e, "turn not played");
+                        }
                     }
-                });
+                    .instrument(span),
+                );
             }
             while plays.join_next().await.is_some() {}
             if !full {

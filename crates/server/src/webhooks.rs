@@ -377,6 +377,11 @@ async fn deliver(store: &Store, client: &reqwest::Client, settings: &Settings, d
             }
         }
     };
+    crate::metrics::record_delivery(match &attempt {
+        Attempt::Delivered { .. } => "delivered",
+        Attempt::Failed { retry_at: None, .. } => "given_up",
+        Attempt::Failed { .. } => "failed",
+    });
     match &attempt {
         Attempt::Delivered { .. } => {
             tracing::debug!(match_id = %d.key.match_id, seq = d.key.seq, seat = d.key.seat, "webhook delivered");

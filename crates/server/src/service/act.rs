@@ -210,6 +210,7 @@ impl Command for Act<'_> {
 impl Service {
     pub async fn act(&self, caller: &Caller, req: pb::ActRequest) -> ApiResult<pb::ActResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         if req.request_id.is_empty() {
             return Err(ApiError::invalid(format!(
                 "requestId is required: 1 to {} characters, unique per action",
@@ -217,6 +218,7 @@ impl Service {
             )));
         }
         limits::request_id("requestId", &req.request_id, 1)?;
+        crate::telemetry::record_request_id(Some(&req.request_id));
         let action = req
             .action
             .as_ref()
@@ -250,6 +252,7 @@ impl Service {
                 "timeout",
             ),
         };
+        crate::telemetry::record_request_id(Some(&request_id));
         let act = Act {
             id: turn.match_id,
             by: By::Server(turn.seat),

@@ -35,6 +35,7 @@ impl Service {
             }
         };
         let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
+        crate::telemetry::record_request_id(request_id);
         let (game, parsed) = self.games.parse_options(&options, Some(seats))?;
         if parsed.fixed_deck && !self.settings.allow_fixed_deck {
             return Err(ApiError::PermissionDenied(
@@ -121,6 +122,7 @@ impl Service {
             Some(request_id) => self.keys().await?.match_id(request_id),
             None => uuid::Uuid::new_v4(),
         };
+        crate::telemetry::record_match(id);
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
         let version = game.rules_version();
         let mut table = Table::new(

@@ -5,6 +5,7 @@ use super::*;
 impl Service {
     pub async fn join_match(&self, req: pb::JoinMatchRequest) -> ApiResult<pb::JoinMatchResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let player = req.player.trim().to_owned();
         if player.is_empty() {
             return Err(ApiError::invalid(format!(
@@ -15,6 +16,7 @@ impl Service {
         limits::text("player", &player, limits::MAX_PLAYER_NAME)?;
         let request_id =
             limits::optional_request_id("requestId", &req.request_id, limits::MIN_JOIN_REQUEST_ID)?;
+        crate::telemetry::record_request_id(request_id);
         // What the join's event is stored under: never the client's id itself (see `Keys`).
         let stored_id = match request_id {
             Some(request_id) => Some(self.keys().await?.join_request_id(id, request_id)),

@@ -9,7 +9,9 @@ impl Service {
         req: pb::LeaveMatchRequest,
     ) -> ApiResult<pb::LeaveMatchResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
+        crate::telemetry::record_request_id(request_id);
         self.write(id, &Leave { caller, request_id }).await
     }
 }

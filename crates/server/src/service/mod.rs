@@ -282,6 +282,7 @@ impl Service {
         let mut guard = self.slot(id).lock_owned().await;
         let record = self.store.get_match(id).await?;
         let cached = guard.as_ref().map(|live| live.record.version);
+        crate::metrics::record_cache(cached.is_some());
         match cached {
             Some(v) if v == record.version => {
                 if let Some(live) = guard.as_mut() {
@@ -318,6 +319,7 @@ impl Service {
             return self.current(id).await;
         }
         let mut guard = self.slot(id).lock_owned().await;
+        crate::metrics::record_cache(guard.is_some());
         if guard.is_none() {
             *guard = Some(self.load(id).await?);
             *fresh = true;

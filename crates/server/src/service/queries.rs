@@ -15,6 +15,7 @@ pub(super) struct Replayed<'a> {
 impl Service {
     pub async fn get_match(&self, req: pb::GetMatchRequest) -> ApiResult<pb::GetMatchResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
         Ok(pb::GetMatchResponse {
@@ -80,6 +81,7 @@ impl Service {
         req: pb::GetViewRequest,
     ) -> ApiResult<pb::GetViewResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let guard = self.current(id).await?;
         let live = guard
             .as_ref()
@@ -141,6 +143,7 @@ impl Service {
         req: pb::GetHistoryRequest,
     ) -> ApiResult<pb::GetHistoryResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let record = self.store.get_match(id).await?;
         let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();

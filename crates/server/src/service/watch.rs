@@ -28,6 +28,7 @@ impl Service {
         req: pb::WatchMatchRequest,
     ) -> ApiResult<mpsc::Receiver<ApiResult<pb::WatchMatchResponse>>> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let record = self.store.get_match(id).await?;
         let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();
@@ -39,7 +40,9 @@ impl Service {
         let service = Arc::clone(self);
         let mut stopping = self.stopping.subscribe();
         let period = self.settings.watch_recheck;
+        let watcher = crate::metrics::Watcher::open();
         tokio::spawn(async move {
+            let _watcher = watcher;
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
                 let mut over = retry_later(

@@ -24,7 +24,9 @@ impl Service {
         req: pb::SetWebhookRequest,
     ) -> ApiResult<pb::SetWebhookResponse> {
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
+        crate::telemetry::record_request_id(request_id);
         limits::text("url", &req.url, crate::webhooks::MAX_URL)?;
         let (record, seat) = self.token_seat(caller, id).await?;
         if req.url.is_empty() {
@@ -75,6 +77,7 @@ impl Service {
     ) -> ApiResult<pb::GetWebhookResponse> {
         const RECENT: u32 = 50;
         let id = parse_id(&req.match_id)?;
+        crate::telemetry::record_match(id);
         let (_, seat) = self.token_seat(caller, id).await?;
         let url = self
             .store

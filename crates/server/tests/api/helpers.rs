@@ -28,6 +28,9 @@ pub(crate) struct Options {
     pub(crate) allow_fixed_deck: bool,
     /// Extra environment for the server, e.g. short webhook back-offs.
     pub(crate) env: &'static [(&'static str, &'static str)],
+    /// Keep what the server writes on stderr (its log) for [`TestApp::log`], instead of
+    /// passing it through.
+    pub(crate) capture_log: bool,
 }
 
 /// A running server; killed, and its database dropped, on drop.
@@ -43,6 +46,8 @@ pub(crate) struct TestApp {
     database_url: Option<String>,
     data_dir: std::path::PathBuf,
     pub(crate) http: reqwest::Client,
+    /// The server's stderr lines, when captured ([`Options::capture_log`]).
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 fn admin_url() -> String {
@@ -106,12 +111,26 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
     if let Some(url) = &database_url {
         env.push(("DATABASE_URL".into(), url.clone()));
     }
-    let (child, grpc_addr, http_base) = start(command(&env)).await;
+    let mut command = command(&env);
+    if options.capture_log {
+        command.stderr(Stdio::piped());
+    }
+    let (mut child, grpc_addr, http_base) = start(command).await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    if let Some(stderr) = child.stderr.take() {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                log.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+    }
     TestApp {
         child,
         env,
         grpc_addr,
         http_base,
+        log,
         database,
         database_url,
         data_dir,
@@ -162,6 +181,7 @@ pub(crate) async fn spawn_replica_with(app: &TestApp, extra: &[(&str, String)]) 
         database: None,
         database_url: Some(url),
         data_dir,
+        log: Arc::default(),
         http: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .build()
@@ -220,6 +240,12 @@ impl TestApp {
             .text()
             .await
             .expect("text")
+    }
+
+    /// The lines the server has written on stderr so far (captured with
+    /// [`Options::capture_log`]; empty otherwise).
+    pub(crate) fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The value of the series `name` (with its labels) on `/metrics`, if exported.

@@ -350,7 +350,7 @@ async fn health_metrics_and_the_openapi_document_are_served() {
     let metrics = app.metrics().await;
     assert!(
         metrics.contains(
-            "missive_requests_total{transport=\"http\",route=\"POST /v1/matches\",status=\"201\"} 1"
+            "missive_requests_total{transport=\"http\",rpc=\"CreateMatch\",route=\"POST /v1/matches\",status=\"2xx\"} 1"
         ),
         "{metrics}"
     );

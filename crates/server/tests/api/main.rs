@@ -13,6 +13,7 @@ mod http;
 mod lopti;
 mod replicas;
 mod retries;
+mod telemetry;
 mod turns;
 mod web;
 mod webhooks;

@@ -13,6 +13,7 @@ use crate::helpers::{Backend, Options, PgProxy, TestApp, spawn_app_with, spawn_r
 /// Snapshots every four events, so that a short match is loaded from one after a restart.
 const SNAPSHOTS_OFTEN: Options = Options {
     allow_fixed_deck: false,
+    capture_log: false,
     env: &[("MISSIVE_SNAPSHOT_EVERY", "4")],
 };
 

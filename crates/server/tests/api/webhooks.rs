@@ -24,6 +24,7 @@ use crate::helpers::{
 /// Short back-offs and polls so retries happen within a test.
 const FAST: Options = Options {
     allow_fixed_deck: false,
+    capture_log: false,
     env: &[
         ("MISSIVE_WEBHOOK_POLL_MS", "40"),
         ("MISSIVE_WEBHOOK_RETRY_BASE_MS", "300"),
@@ -422,6 +423,7 @@ async fn wait_for_record(
 async fn a_seat_is_reminded_before_its_deadline() {
     const REMIND: Options = Options {
         allow_fixed_deck: false,
+        capture_log: false,
         env: &[
             ("MISSIVE_WEBHOOK_POLL_MS", "40"),
             ("MISSIVE_TURN_POLL_MS", "40"),
@@ -522,6 +524,7 @@ async fn by_default_webhooks_cannot_point_inside_the_servers_network() {
         Backend::Sqlite,
         Options {
             allow_fixed_deck: false,
+            capture_log: false,
             env: &[("MISSIVE_WEBHOOK_ALLOW_PRIVATE", "false")],
         },
     )
