@@ -455,8 +455,8 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
     }
 }
 
-/// The router, with its tower layers: CORS (when configured), request spans and metrics, timeout, body limit,
-/// concurrency limit.
+/// The router, with its tower layers: CORS (when configured), request spans and metrics,
+/// timeout, body limit, concurrency limit.
 pub fn router(config: &Config, service: Arc<Service>) -> Router {
     let router = routes_of(config, service);
     // CORS outermost, so a preflight is answered before routing; off unless configured.

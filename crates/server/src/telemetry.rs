@@ -40,6 +40,8 @@ pub fn init(logs: &Logs) -> anyhow::Result<Guard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let lines = match logs.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
+            // Colours for a terminal, plain text for a file or a collector.
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
