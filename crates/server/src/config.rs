@@ -30,6 +30,8 @@ pub struct Config {
     pub watch: Watch,
     #[command(flatten)]
     pub browsers: Browsers,
+    #[command(flatten)]
+    pub shutdown: Shutdown,
 }
 
 /// Where the server listens.
@@ -151,6 +153,22 @@ pub struct Watch {
     /// told of (a missed notification, another replica without NOTIFY).
     #[arg(long, env = "MISSIVE_WATCH_RECHECK_MS", default_value_t = 10_000)]
     pub watch_recheck_ms: u64,
+}
+
+/// How the server stops on SIGTERM or Ctrl-C: health checks turn "not serving" at once, watch
+/// streams end with UNAVAILABLE naming where to resume, calls in flight finish.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Shutdown {
+    /// Seconds calls in flight get to finish after the signal; then the process exits anyway
+    /// (with 0: whatever was acknowledged is committed).
+    #[arg(long, env = "MISSIVE_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Shutdown {
+    pub fn grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
 }
 
 /// Calls from web pages: cross-origin requests (CORS), on both listeners (gRPC-Web included).
