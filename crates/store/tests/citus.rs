@@ -456,10 +456,10 @@ impl Plan {
     fn read(sql: &str) -> Plan {
         let mut plan = Plan::default();
         for line in sql.lines() {
-            if let Some(rest) = line.trim_start().strip_prefix("-- local:") {
-                if let Some(name) = rest.split_whitespace().next() {
-                    plan.local.insert(name.to_lowercase());
-                }
+            if let Some(rest) = line.trim_start().strip_prefix("-- local:")
+                && let Some(name) = rest.split_whitespace().next()
+            {
+                plan.local.insert(name.to_lowercase());
             }
         }
         for statement in split_statements(sql) {
