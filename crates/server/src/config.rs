@@ -318,6 +318,7 @@ impl StoreConfig {
             max_connections: self.db_max_connections,
             acquire_timeout: Duration::from_millis(self.db_acquire_timeout_ms.max(1)),
             notify: self.notify,
+            accept_newer_schema: true,
         }
     }
 }

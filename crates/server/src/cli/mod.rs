@@ -161,7 +161,12 @@ async fn migrate_store(store: &crate::config::StoreConfig) -> Result<&'static st
             ))
         })?;
     }
-    let store = missive_store::Store::connect(&store.url(), store.options())
+    // Strict: a build that does not know every migration the database holds sets up nothing.
+    let options = missive_store::StoreOptions {
+        accept_newer_schema: false,
+        ..store.options()
+    };
+    let store = missive_store::Store::connect(&store.url(), options)
         .await
         .map_err(|e| failed(format!("migrating the store: {e}")))?;
     Ok(store.backend_name())
