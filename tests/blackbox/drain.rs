@@ -106,10 +106,13 @@ async fn sigterm_under_load_drains_and_loses_nothing_acknowledged() {
             ..Table::default()
         })));
     }
-    let (watched, watch_token) = {
-        let t = tables[0].lock().await;
-        (t.id.clone(), t.tokens[0].clone())
-    };
+    // A match nobody plays while the server drains (those played may end first): its watch
+    // streams are open when the signal comes.
+    let watched = client
+        .create(json!({ "loveLetter": { "edition": "LOVE_LETTER_EDITION_2019" } }), 2)
+        .await;
+    let watch_token = client.join(&watched, "cy").await;
+    client.join(&watched, "di").await;
 
     // Watchers before the signal: a readiness prober on the gRPC health service, a seat's
     // gRPC watch and the same seat's SSE watch.
