@@ -25,8 +25,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile_with_config(config, &protos, &[root.clone(), well_known])?;
 
     let set = std::fs::read(&descriptors)?;
+    // Responses carry fields at their default values too (seat 0, false, empty lists), so a
+    // client that does not know proto3's defaults reads them; input accepts either form.
     pbjson_build::Builder::new()
         .register_descriptors(&set)?
+        .emit_fields()
         .build(&[".missive.v1"])?;
 
     println!("cargo:rerun-if-changed={}", root.display());

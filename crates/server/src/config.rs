@@ -32,6 +32,8 @@ pub struct Config {
     pub browsers: Browsers,
     #[command(flatten)]
     pub logs: Logs,
+    #[command(flatten)]
+    pub shutdown: Shutdown,
 }
 
 /// Where the server listens.
@@ -153,6 +155,22 @@ pub struct Watch {
     /// told of (a missed notification, another replica without NOTIFY).
     #[arg(long, env = "MISSIVE_WATCH_RECHECK_MS", default_value_t = 10_000)]
     pub watch_recheck_ms: u64,
+}
+
+/// How the server stops on SIGTERM or Ctrl-C: health checks turn "not serving" at once, watch
+/// streams end with UNAVAILABLE naming where to resume, calls in flight finish.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Shutdown {
+    /// Seconds calls in flight get to finish after the signal; then the process exits anyway
+    /// (with 0: whatever was acknowledged is committed).
+    #[arg(long, env = "MISSIVE_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Shutdown {
+    pub fn grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
 }
 
 /// Calls from web pages: cross-origin requests (CORS), on both listeners (gRPC-Web included).
@@ -318,6 +336,7 @@ impl StoreConfig {
             max_connections: self.db_max_connections,
             acquire_timeout: Duration::from_millis(self.db_acquire_timeout_ms.max(1)),
             notify: self.notify,
+            accept_newer_schema: true,
         }
     }
 }

@@ -93,6 +93,10 @@ pub enum ApiError {
     /// The store cannot be reached; retrying later may work.
     #[error("the match store is unavailable")]
     Unavailable(String),
+    /// This server is shutting down; the same request to another server (or to this one once
+    /// it is back) may work. The message says how to resume.
+    #[error("{0}")]
+    Draining(String),
     /// A bug or corrupt data; the detail is logged, never sent.
     #[error("internal error")]
     Internal(String),
@@ -124,7 +128,7 @@ impl ApiError {
             ApiError::PermissionDenied(_) => "PERMISSION_DENIED",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::TooLarge(_) => "RESOURCE_EXHAUSTED",
-            ApiError::Unavailable(_) => "UNAVAILABLE",
+            ApiError::Unavailable(_) | ApiError::Draining(_) => "UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL",
         }
     }
@@ -162,7 +166,7 @@ impl ApiError {
             ApiError::PermissionDenied(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::Draining(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -191,7 +195,7 @@ impl From<ApiError> for tonic::Status {
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
             ApiError::NotFound(_) => Code::NotFound,
             ApiError::TooLarge(_) => Code::ResourceExhausted,
-            ApiError::Unavailable(_) => Code::Unavailable,
+            ApiError::Unavailable(_) | ApiError::Draining(_) => Code::Unavailable,
             ApiError::Internal(_) => Code::Internal,
         };
         let rule = err.rule().map(str::to_owned);

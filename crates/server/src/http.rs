@@ -307,6 +307,9 @@ async fn watch_match(
 }
 
 async fn healthz(State(service): State<AppState>) -> Response {
+    if service.draining() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response();
+    }
     // One round trip to the database, whatever the matches it holds.
     match service
         .bounded(async { Ok(service.store().ping().await?) })

@@ -38,9 +38,6 @@ use tokio::net::TcpListener;
 pub use crate::config::Config;
 use crate::service::{Service, Settings};
 
-/// How long shutdown waits for open requests and streams.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// Connects the store (running its migrations) and builds the service.
 pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
     if config.store.embedded() {
@@ -72,6 +69,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     metrics::install();
+    let grace = config.shutdown.grace();
     // Other replicas' appends wake this server's watchers.
     let fanout = fanout::spawn(&service);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -83,11 +81,13 @@ pub async fn run(
         service.webhook_wake(),
         stop_rx.clone(),
     ));
-    let watches = service.clone();
+    let draining = service.clone();
     tokio::spawn(async move {
         shutdown.await;
+        // Health checks answer "not serving" and watch streams end first; then the listeners
+        // stop taking connections and the calls in flight finish.
+        draining.drain();
         let _ = stop_tx.send(true);
-        watches.stop_watches();
     });
     let stopped = move || {
         let mut rx = stop_rx.clone();
@@ -115,11 +115,11 @@ pub async fn run(
         t.context("turn worker")?;
         anyhow::Ok(())
     };
-    // Watch streams stay open for as long as their clients like; give in-flight requests a
-    // grace period after the signal, then stop regardless.
+    // Give the calls in flight the grace period after the signal, then stop regardless: an
+    // answer cut short was either committed or is retried by its client with its request id.
     let deadline = async {
         stopped().await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tokio::time::sleep(grace).await;
     };
     let result = tokio::select! {
         result = servers => result,
@@ -147,6 +147,17 @@ async fn grpc_server(
     health_reporter
         .set_serving::<MissiveServer<grpc::Grpc>>()
         .await;
+    // Readiness turns false as soon as the drain starts, for the whole server ("") too.
+    let mut stopping = service.stopping();
+    tokio::spawn(async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+        health_reporter
+            .set_not_serving::<MissiveServer<grpc::Grpc>>()
+            .await;
+        health_reporter
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
+            .await;
+    });
     // Reflection in both versions: v1, and v1alpha for the tools that still ask for it. Each
     // lists every service served, both reflection services included.
     let reflection = || {

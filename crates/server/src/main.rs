@@ -1,6 +1,7 @@
 //! The `missive` binary. `missive` (or `missive serve`): parse the configuration, set up
 //! logging, bind both listeners, print where they are, and serve until Ctrl-C or SIGTERM.
-//! `missive verify`, `history` and `watch` are clients (`cli.rs`).
+//! `missive verify`, `history` and `watch` are clients, `missive migrate` sets up the store
+//! (`cli.rs`).
 
 use std::process::ExitCode;
 
@@ -23,6 +24,8 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Verify(args) => cli::verify(&args),
         Command::History(args) => cli::history(&args).await,
         Command::Watch(args) => cli::watch(&args).await,
+        Command::Migrate(args) => cli::migrate(&args).await,
+        Command::Play(args) => cli::play(&args).await,
     })
 }
 

@@ -2,6 +2,10 @@
 //! the proto crate is generated from, so its schemas are the proto3 JSON mapping of exactly the
 //! messages the server accepts and returns: camelCase field names, enums as their names,
 //! 64-bit integers as strings, `Timestamp` as RFC 3339.
+//!
+//! Responses carry every field that is not a message, a proto3 `optional` or a oneof member,
+//! zero values included: a response-only schema lists those fields as `required`; a message a
+//! request may also carry (where they may be left out) names them in `x-always-present`.
 
 use std::sync::OnceLock;
 
@@ -48,12 +52,33 @@ fn field_schema(field: &FieldDescriptorProto) -> Value {
     }
 }
 
-fn message_schema(message: &DescriptorProto) -> Value {
+/// Whether a response always carries the field: the JSON mapping emits every field with its
+/// default value except messages, proto3 `optional`s and oneof members, which it emits when set.
+fn always_present(field: &FieldDescriptorProto) -> bool {
+    field.label() == Label::Repeated
+        || (field.oneof_index.is_none() && !matches!(field.r#type(), Type::Message | Type::Group))
+}
+
+fn message_schema(message: &DescriptorProto, in_requests: bool) -> Value {
     let mut properties = Map::new();
     for field in &message.field {
         properties.insert(field.json_name().to_owned(), field_schema(field));
     }
     let mut schema = json!({ "type": "object", "properties": properties });
+    let present: Vec<&str> = message
+        .field
+        .iter()
+        .filter(|f| always_present(f))
+        .map(|f| f.json_name())
+        .collect();
+    if !present.is_empty() {
+        let key = if in_requests {
+            "x-always-present"
+        } else {
+            "required"
+        };
+        schema[key] = json!(present);
+    }
     // Real oneofs (not proto3 `optional`): at most one of their fields may be set.
     let oneofs: Vec<String> = message
         .oneof_decl
@@ -81,16 +106,53 @@ fn message_schema(message: &DescriptorProto) -> Value {
     schema
 }
 
+/// The full names (`.missive.v1.X`) of the messages a request may carry: every RPC's input
+/// and, transitively, the messages of their fields.
+fn request_messages(set: &FileDescriptorSet) -> std::collections::HashSet<String> {
+    let messages: std::collections::HashMap<String, &DescriptorProto> = set
+        .file
+        .iter()
+        .flat_map(|f| {
+            f.message_type
+                .iter()
+                .map(move |m| (format!(".{}.{}", f.package(), m.name()), m))
+        })
+        .collect();
+    let mut todo: Vec<String> = set
+        .file
+        .iter()
+        .flat_map(|f| &f.service)
+        .flat_map(|s| &s.method)
+        .map(|m| m.input_type().to_owned())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        if let Some(message) = messages.get(&name) {
+            todo.extend(
+                message
+                    .field
+                    .iter()
+                    .filter(|f| f.r#type() == Type::Message)
+                    .map(|f| f.type_name().to_owned()),
+            );
+        }
+    }
+    seen
+}
+
 fn schemas() -> Map<String, Value> {
     let set = FileDescriptorSet::decode(missive_proto::FILE_DESCRIPTOR_SET)
         .expect("the descriptor set compiled into the binary decodes");
+    let in_requests = request_messages(&set);
     let mut schemas = Map::new();
     for file in set.file.iter().filter(|f| f.package() == PACKAGE) {
         for message in &file.message_type {
-            schemas.insert(
-                format!("{PACKAGE}.{}", message.name()),
-                message_schema(message),
-            );
+            let full_name = format!("{PACKAGE}.{}", message.name());
+            let schema = message_schema(message, in_requests.contains(&format!(".{full_name}")));
+            schemas.insert(full_name, schema);
         }
         for enumeration in &file.enum_type {
             let names: Vec<&str> = enumeration.value.iter().map(|v| v.name()).collect();
@@ -319,5 +381,29 @@ mod tests {
         assert_eq!(act["requestId"]["type"], "string");
         assert_eq!(act["expectedVersion"]["format"], "uint64");
         assert!(act.get("request_id").is_none());
+    }
+
+    #[test]
+    fn responses_mark_the_fields_they_always_carry() {
+        let schemas = &document()["components"]["schemas"];
+        // A response-only message: its scalars are required, its message fields are not.
+        let join = &schemas["missive.v1.JoinMatchResponse"];
+        let required: Vec<&str> = join["required"]
+            .as_array()
+            .expect("JoinMatchResponse lists its required fields")
+            .iter()
+            .map(|v| v.as_str().expect("a field name"))
+            .collect();
+        assert!(required.contains(&"seat"), "{required:?}");
+        assert!(!required.contains(&"match"), "{required:?}");
+        // A request may leave its fields out: nothing is required of it.
+        let act = &schemas["missive.v1.ActRequest"];
+        assert!(act.get("required").is_none());
+        assert!(
+            act["x-always-present"]
+                .as_array()
+                .expect("listed")
+                .contains(&json!("requestId"))
+        );
     }
 }

@@ -467,6 +467,12 @@ pub struct StoreOptions {
     /// PostgreSQL only: announce every append on [`NOTIFY_CHANNEL`] and let [`Store::listener`]
     /// hear other processes' appends. Off, [`Store::listener`] is `None`.
     pub notify: bool,
+    /// Start on a database that already holds migrations this build does not know (a newer
+    /// release applied them during a rolling deploy, or before a rollback): migrations only
+    /// add, so an older server still reads and writes what it knows. Off, such a database is
+    /// refused; `missive migrate` turns it off, so a schema is only ever set up by a build that
+    /// knows all of it.
+    pub accept_newer_schema: bool,
 }
 
 impl Default for StoreOptions {
@@ -476,6 +482,7 @@ impl Default for StoreOptions {
             max_connections: 10,
             acquire_timeout: Duration::from_secs(3),
             notify: true,
+            accept_newer_schema: true,
         }
     }
 }

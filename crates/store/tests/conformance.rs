@@ -96,6 +96,26 @@ impl Harness {
         Ok(affected)
     }
 
+    /// Records a migration this build does not have, as a newer release would have applied.
+    async fn record_unknown_migration(&self) -> Result<()> {
+        const SQL: &str = "INSERT INTO _sqlx_migrations \
+            (version, description, success, checksum, execution_time) \
+            VALUES (20991231000001, 'from a newer release', TRUE, X'00', 0)";
+        match &self.cleanup {
+            Cleanup::Sqlite(_) => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await?;
+                sqlx::query(SQL).execute(&mut conn).await?;
+            }
+            Cleanup::Postgres { .. } => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await?;
+                sqlx::query(&SQL.replace("X'00'", "'\\x00'::bytea"))
+                    .execute(&mut conn)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
     async fn finish(self) -> Result<()> {
         let Harness { store, cleanup, .. } = self;
         drop(store);
@@ -1885,6 +1905,30 @@ mod checks {
         assert_eq!(total, 2 * MATCHES, "every due notification was claimed");
         Ok(())
     }
+
+    /// A rolling deploy: a newer release migrated the database; this build's servers still
+    /// start on it (and serve what they know), while a strict start (`missive migrate`)
+    /// refuses a schema it does not fully know.
+    pub(super) async fn a_database_a_newer_release_migrated_is_served_but_not_migrated_by_an_older_build(
+        h: &Harness,
+    ) -> Result<()> {
+        h.record_unknown_migration().await?;
+        let again = Store::connect(&h.url, options()).await;
+        ensure!(again.is_ok(), "a server starts: {:?}", again.err());
+        let strict = Store::connect(
+            &h.url,
+            StoreOptions {
+                accept_newer_schema: false,
+                ..options()
+            },
+        )
+        .await;
+        ensure!(
+            strict.is_err(),
+            "a strict start refuses a schema it does not know"
+        );
+        Ok(())
+    }
 }
 
 macro_rules! conformance {
@@ -1943,4 +1987,5 @@ conformance!(
     a_timeout_beyond_what_both_backends_store_is_refused,
     the_server_key_is_stored_once_and_shared,
     an_append_the_database_refuses_fails_alone_in_its_batch,
+    a_database_a_newer_release_migrated_is_served_but_not_migrated_by_an_older_build,
 );

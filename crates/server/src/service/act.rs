@@ -267,6 +267,14 @@ impl Service {
                 }
                 Ok(())
             }
+            // A match under rules this build does not run (a newer server created it, during
+            // a rolling deploy): the turn is not this server's to drop. Its lease runs out and
+            // a server that runs those rules plays it.
+            Err(e) if e.rule() == Some(crate::error::Rule::RulesVersionUnavailable.code()) => {
+                tracing::warn!(match_id = %turn.match_id, seat = turn.seat, error = %e,
+                    "a {what} turn of a match under rules this server does not run; leaving it");
+                Err(e)
+            }
             Err(
                 e @ (ApiError::Aborted(_)
                 | ApiError::FailedPrecondition { .. }

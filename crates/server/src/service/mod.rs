@@ -256,8 +256,20 @@ impl Service {
     }
 
     /// Ends every watch stream; called when the server begins to shut down.
-    pub fn stop_watches(&self) {
+    /// Starts the drain: health checks answer "not serving" from now on, and every watch
+    /// stream ends with UNAVAILABLE naming the version to resume after.
+    pub fn drain(&self) {
         self.stopping.send_replace(true);
+    }
+
+    /// Whether [`Service::drain`] was called.
+    pub fn draining(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// Changes to `true` when the drain starts.
+    pub fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stopping.subscribe()
     }
 
     pub fn store(&self) -> &Store {

@@ -59,7 +59,12 @@ impl Service {
                         wake = updates.recv() => wake,
                         _ = recheck.tick() => Ok(Wake::Resync),
                         () = tx.closed() => return Ok(()),
-                        _ = stopping.wait_for(|stop| *stop) => return Ok(()),
+                        _ = stopping.wait_for(|stop| *stop) => {
+                            // Not the end of the match: say so, and where to pick up.
+                            return Err(ApiError::Draining(format!(
+                                "the server is shutting down; watch again with afterVersion={last}"
+                            )));
+                        }
                     };
                     match wake {
                         Ok(Wake::Update(update)) if update.event.seq <= last => {}

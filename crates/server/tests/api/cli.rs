@@ -390,3 +390,123 @@ async fn missive_watch_prints_every_update_until_the_match_ends() {
         "every update, in order"
     );
 }
+
+/// `missive play` with its input piped in: it creates a match against a bot, plays the first
+/// legal action each turn, and stops at the end of the match with the result.
+#[tokio::test]
+async fn missive_play_creates_a_match_against_a_bot_and_plays_it_to_the_end() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let app = spawn_app(Backend::Sqlite).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_missive"))
+        .args([
+            "play",
+            "--create",
+            "love-letter",
+            "--bot",
+            "1",
+            "--player",
+            "ann",
+        ])
+        .args(["--server", &app.http_base])
+        .env_remove("MISSIVE_SEAT_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("missive play starts");
+    // Far more answers than a match needs: first one that is no number, then always the
+    // first action listed.
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(b"x\n");
+        for _ in 0..2_000 {
+            if stdin.write_all(b"1\n").is_err() {
+                break;
+            }
+        }
+    });
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("thread")
+        .expect("missive play ends");
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        text(&output.stderr)
+    );
+    assert!(stdout.contains("created love-letter match "), "{stdout}");
+    assert!(stdout.contains("you are seat 0"), "{stdout}");
+    assert!(
+        stdout.contains("pick a number from 1 to"),
+        "a bad answer is asked again: {stdout}"
+    );
+    assert!(
+        stdout.contains("  1. play("),
+        "actions are listed by number: {stdout}"
+    );
+    let result = stdout
+        .lines()
+        .find(|l| l.starts_with("match over: won by seat(s) "))
+        .unwrap_or_else(|| panic!("the match ends: {stdout}"));
+
+    // What it printed is what the server holds.
+    let id = stdout
+        .split("created love-letter match ")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .expect("the match id");
+    let view = get(&app, &format!("/v1/matches/{id}/view"), None).await;
+    assert_eq!(view["view"]["match"]["status"], "MATCH_STATUS_FINISHED");
+    let winners: Vec<String> = view["view"]["outcome"]["winners"]
+        .as_array()
+        .expect("winners")
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    assert!(
+        result.contains(&winners.join(", ")),
+        "{result} vs {winners:?}"
+    );
+}
+
+/// `missive migrate` brings a fresh store up to date and exits; a server then starts on it.
+#[tokio::test]
+async fn missive_migrate_sets_up_a_store_and_exits() {
+    let dir = scratch_dir();
+    let output = Command::new(env!("CARGO_BIN_EXE_missive"))
+        .arg("migrate")
+        .env_remove("DATABASE_URL")
+        .env("MISSIVE_DATA_DIR", &dir)
+        .output()
+        .expect("missive migrate runs");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).trim(), "migrated: sqlite");
+    assert!(dir.join("missive.db").is_file(), "the store was created");
+    // Twice is harmless: nothing is left to apply.
+    let again = Command::new(env!("CARGO_BIN_EXE_missive"))
+        .arg("migrate")
+        .env_remove("DATABASE_URL")
+        .env("MISSIVE_DATA_DIR", &dir)
+        .output()
+        .expect("missive migrate runs");
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let unreachable = Command::new(env!("CARGO_BIN_EXE_missive"))
+        .args([
+            "migrate",
+            "--database-url",
+            "postgres://nobody@127.0.0.1:1/none",
+        ])
+        .env("MISSIVE_DB_ACQUIRE_TIMEOUT_MS", "500")
+        .output()
+        .expect("missive migrate runs");
+    assert_eq!(
+        unreachable.status.code(),
+        Some(1),
+        "{}",
+        text(&unreachable.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

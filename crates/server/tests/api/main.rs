@@ -6,6 +6,7 @@ mod cli;
 mod clock;
 mod corpus;
 mod deal;
+mod deploy;
 mod golden;
 mod grpc;
 mod helpers;

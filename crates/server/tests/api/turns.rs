@@ -627,3 +627,47 @@ async fn bad_bot_requests_are_refused_and_create_nothing() {
         mine.version
     );
 }
+
+/// During a rolling deploy a newer server may create a match under rules this one does not
+/// run. When such a match's deadline passes and this server claims the turn, it must leave the
+/// turn for a server that runs those rules, not drop it (it would never be played).
+#[tokio::test]
+async fn a_turn_under_rules_this_server_does_not_run_is_left_for_one_that_does() {
+    use sqlx::Connection;
+
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let (id, _tokens) = start_match(&mut client, 2, Some(1), &[]).await;
+    let mut db = sqlx::PgConnection::connect(app.database_url())
+        .await
+        .expect("connect");
+    // As a newer server would have written it: the same match under a later rules version.
+    sqlx::query("UPDATE matches SET rules_version = rules_version + 100 WHERE match_id = $1::uuid")
+        .bind(&id)
+        .execute(&mut db)
+        .await
+        .expect("update");
+    // This server has the match cached under its own rules: start afresh.
+    let mut app = app;
+    app.restart().await;
+    // The deadline (1 s) passes and the turn worker claims the turn, more than once.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pending: i64 = sqlx::query_scalar("SELECT count(*) FROM turns WHERE match_id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&mut db)
+        .await
+        .expect("count");
+    assert_eq!(
+        pending, 1,
+        "the turn is still pending for a server that runs its rules"
+    );
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE match_id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&mut db)
+        .await
+        .expect("count");
+    assert_eq!(
+        events, 3,
+        "nothing was played for it: created and two joins"
+    );
+}

@@ -48,8 +48,6 @@ pub use batch::GroupCommit;
 use batch::Batcher;
 use notify::Notifier;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
-
 /// A PostgreSQL store: the pool, the heads of the matches this process last wrote, the group
 /// commit, and the sender of append notifications (when they are on).
 #[derive(Debug, Clone)]
@@ -98,7 +96,9 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .connect_with(connect_options(url)?)
         .await
         .map_err(db)?;
-    MIGRATOR.run(&pool).await.map_err(|e| db(e.into()))?;
+    let mut migrator = sqlx::migrate!("../../migrations/postgres");
+    migrator.set_ignore_missing(options.accept_newer_schema);
+    migrator.run(&pool).await.map_err(|e| db(e.into()))?;
     let notifier = options.notify.then(|| Notifier::spawn(pool.clone()));
     Ok(Pg {
         batcher: Batcher::spawn(pool.clone()),

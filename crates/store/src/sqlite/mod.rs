@@ -29,8 +29,6 @@ use crate::{
     StoredEvent, TurnRecord, Webhook,
 };
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
-
 /// How long a writer waits for the write lock before giving up with `Unavailable`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -64,7 +62,9 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Sqlite,
         .connect_with(connect)
         .await
         .map_err(db)?;
-    MIGRATOR.run(&pool).await.map_err(|e| db(e.into()))?;
+    let mut migrator = sqlx::migrate!("../../migrations/sqlite");
+    migrator.set_ignore_missing(options.accept_newer_schema);
+    migrator.run(&pool).await.map_err(|e| db(e.into()))?;
     Ok(Sqlite { pool })
 }
 

@@ -1,7 +1,8 @@
-//! The `missive` command line: `serve` (the default when no command is given) and the client
-//! commands, which speak only the public HTTP/JSON API: `history` fetches a match's history,
-//! `watch` follows a match live, and `verify` checks a finished match's history offline, without
-//! trusting the server that produced it (see docs/AUDIT.md).
+//! The `missive` command line: `serve` (the default when no command is given), `migrate`, and
+//! the client commands, which speak only the public HTTP/JSON API: `play` plays a seat in the
+//! terminal (`play.rs`), `history` fetches a match's history, `watch` follows a match live,
+//! and `verify` checks a finished match's history offline, without trusting the server that
+//! produced it (see docs/AUDIT.md).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,7 +14,10 @@ use missive_store::MatchId;
 
 use crate::Config;
 use crate::audit::{self, AuditError};
+
+mod play;
 use crate::games::Registry;
+pub use play::{PlayArgs, play};
 
 /// `missive [COMMAND]`: without a command, the server's flags and `serve`'s are the same.
 #[derive(Debug, Parser)]
@@ -49,6 +53,18 @@ pub enum Command {
     History(HistoryArgs),
     /// Follow a match live: print each update, one JSON object a line, until it ends.
     Watch(WatchArgs),
+    /// Play in the terminal: create or join a match (or resume a seat), see your view, pick a
+    /// legal action by number, and wait while the others play.
+    Play(PlayArgs),
+    /// Bring the store's schema up to date and exit (servers also do it at start-up; a
+    /// deployment runs this once before it starts or replaces them).
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub store: crate::config::StoreConfig,
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +139,37 @@ fn exit(command: &str, result: Result<(), Failure>) -> ExitCode {
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// `missive migrate`: applies the migrations the store lacks (none twice, even when servers
+/// start at the same time: the store takes a lock), prints which store it brought up to date.
+pub async fn migrate(args: &MigrateArgs) -> ExitCode {
+    exit(
+        "migrate",
+        migrate_store(&args.store)
+            .await
+            .map(|name| println!("migrated: {name}")),
+    )
+}
+
+async fn migrate_store(store: &crate::config::StoreConfig) -> Result<&'static str, Failure> {
+    if store.embedded() {
+        std::fs::create_dir_all(&store.data_dir).map_err(|e| {
+            unusable(format!(
+                "creating the data directory {}: {e}",
+                store.data_dir.display()
+            ))
+        })?;
+    }
+    // Strict: a build that does not know every migration the database holds sets up nothing.
+    let options = missive_store::StoreOptions {
+        accept_newer_schema: false,
+        ..store.options()
+    };
+    let store = missive_store::Store::connect(&store.url(), options)
+        .await
+        .map_err(|e| failed(format!("migrating the store: {e}")))?;
+    Ok(store.backend_name())
 }
 
 /// `missive verify`: prints one `OK …` line and exits 0, or names the first event that does
