@@ -323,8 +323,8 @@
 
     /** Applies a view if it is newer than the one shown. */
     accept(view, entries) {
-      if (!view) return;
-      if (this.view && num(view.version) < num(this.view.version)) return;
+      if (!view) return false;
+      if (this.view && num(view.version) < num(this.view.version)) return false;
       if (entries) this.entries.push(...entries);
       this.view = view;
       this.render();
@@ -332,6 +332,7 @@
         if (this.abort) this.abort.abort(); // nothing more will happen
         if (!this.history) this.loadAudit();
       }
+      return true;
     }
 
     get over() {
@@ -447,7 +448,8 @@
           res = await api("POST", `/v1/matches/${this.id}/act`, { body, token: this.token });
         }
         this.busy = false;
-        this.accept(res.view);
+        // The stream may have brought newer versions first: then show those, no longer busy.
+        if (!this.accept(res.view)) this.render();
       } catch (e) {
         this.busy = false;
         this.error = e.rule ? `${e.message} (${e.rule})` : e.message;
@@ -540,9 +542,9 @@
               const seat = s.seat ?? 0;
               const due = deadlines.get(seat);
               return h("div", { class: `seat${awaiting.includes(seat) ? " awaited" : ""}${seat === mySeat ? " mine" : ""}` },
-                h("b", {}, s.taken ? s.player || `seat ${seat}` : "free"), " ",
+                h("b", {}, s.taken ? this.playerName(seat) : "free"), " ",
                 h("span", { class: "muted small" }, `seat ${seat}`),
-                s.bot ? h("span", { class: "badge" }, "bot") : null,
+                s.bot ? h("span", { class: "badge", title: s.player }, (s.player || "bot").replace("bot:", "bot, ")) : null,
                 seat === mySeat ? h("span", { class: "badge you" }, "you") : null,
                 awaiting.includes(seat) ? h("span", { class: "badge turn" }, "to play") : null,
                 due ? h("div", { class: "small muted" }, `due ${new Date(due).toLocaleString()}`) : null);

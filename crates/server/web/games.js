@@ -97,7 +97,8 @@
         ctx.seat !== undefined ? h("div", { class: "hand" },
           h("h3", {}, "Your hand"),
           h("div", { class: "cards", id: "hand" }, (g.hand || []).map((c) => llCard(h, c))),
-          (g.chancellorChoice || []).length ? h("p", {}, "Chancellor: keep one of ", list(g.chancellorChoice.map(llCardName))) : null) : null);
+          (g.chancellorChoice || []).length ? h("div", {}, h("h3", {}, "Drawn with the Chancellor: keep one card of these and your hand, the other two go to the bottom"),
+            h("div", { class: "cards" }, g.chancellorChoice.map((c) => llCard(h, c)))) : null) : null);
     },
     action(a, ctx) {
       if (a.play) {
@@ -411,7 +412,7 @@
           h("div", { class: "stat" }, "Turn", h("b", {}, num(g.turn))),
           h("div", { class: "stat" }, "Gentlemen", h("b", {}, num(g.mainDeckSize))),
           h("div", { class: "stat" }, "Events", h("b", {}, num(g.eventDeckSize))),
-          h("div", {}, h("b", {}, `${ctx.name(current)}: ${amoriPhase(g.phase, ctx)}`), g.finalRound ? h("div", { class: "small" }, "Final round!") : null)),
+          h("div", {}, h("b", {}, `${ctx.name(current)}'s turn: ${amoriPhase(g.phase, ctx)}`), g.finalRound ? h("div", { class: "small" }, "Final round!") : null)),
         board,
         h("div", { class: "players" }, players),
         scoring ? h("div", {}, h("h3", {}, "Scoring"), h("ul", {}, (scoring.totals || []).map((t, s) =>
@@ -422,7 +423,11 @@
       const n = (s) => ctx.name(num(s));
       switch (kind) {
         case "visit": return { group: "Go to", label: loc(x.location) };
-        case "locationAction": return { group: "", label: x.choice ? `Location action: +1 ${attr(x.choice)}` : "Location action" };
+        case "locationAction": {
+          const at = ctx.game?.phase?.actionOrIntrigue?.location;
+          const what = at ? ` at the ${loc(at)} (${LOCATION_TEXT[at.replace("AMORI_LOCATION_", "")] || ""})` : "";
+          return { group: "", label: x.choice ? `Location action: +1 ${attr(x.choice)}` : `Location action${what}` };
+        }
         case "intrigue": return { group: "Intrigue against", label: n(x.target) };
         case "take": return { group: "Take", label: cardName(x.card) };
         case "giveUp": return { group: "Give up", label: title(x.gentleman) };
