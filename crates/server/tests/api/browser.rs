@@ -575,6 +575,9 @@ async fn screenshots() {
                 s["actions"].as_u64().unwrap_or(0) > 0
             })
             .await;
+            page.execute("window.scrollTo(0, 0);", vec![])
+                .await
+                .expect("scrolls");
             let png = page.screenshot().await.expect("a screenshot");
             std::fs::write(dir.join(file), &png).expect("writes");
             eprintln!("{file}: {} bytes", png.len());
