@@ -1,6 +1,6 @@
 //! The HTTP/JSON transport under `/v1`, with bodies in the canonical proto3 JSON mapping of
 //! the same messages as gRPC, the watch stream as Server-Sent Events, and the operational
-//! endpoints: `/healthz`, `/metrics`, `/openapi.json`.
+//! endpoints: `/healthz`, `/metrics`, `/openapi.json`; and the web client at `/` (`web.rs`).
 //!
 //! Routes: the table in `routes.rs` (path parameters fill the message's `matchId`; a body may
 //! repeat it but not differ).
@@ -478,6 +478,7 @@ fn routes_of(config: &Config, service: Arc<Service>) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_text))
         .route("/openapi.json", get(openapi_json))
+        .merge(crate::web::routes())
         .fallback(not_found)
         .with_state(service)
         .layer(

@@ -211,3 +211,4 @@ async fn grpc_server(
 
 pub mod http;
 pub mod openapi;
+pub mod web;

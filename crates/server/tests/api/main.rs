@@ -2,6 +2,7 @@
 //! (and, where a test must hold the clock, the service itself in this process).
 
 mod amori;
+mod browser;
 mod cli;
 mod clock;
 mod corpus;
