@@ -109,7 +109,10 @@ async fn sigterm_under_load_drains_and_loses_nothing_acknowledged() {
     // A match nobody plays while the server drains (those played may end first): its watch
     // streams are open when the signal comes.
     let watched = client
-        .create(json!({ "loveLetter": { "edition": "LOVE_LETTER_EDITION_2019" } }), 2)
+        .create(
+            json!({ "loveLetter": { "edition": "LOVE_LETTER_EDITION_2019" } }),
+            2,
+        )
         .await;
     let watch_token = client.join(&watched, "cy").await;
     client.join(&watched, "di").await;
