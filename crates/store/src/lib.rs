@@ -440,9 +440,15 @@ impl StoreError {
             }
             sqlx::Error::Database(db) => {
                 // 57P01..03: the server is shutting down or refused us; 08xxx: connection;
-                // 53xxx: out of connections, memory or disk for now.
+                // 53xxx: out of connections, memory or disk for now; 25006: a node that is
+                // not (or not yet) the primary, as a proxy may reach while a standby is
+                // promoted, refused a write.
                 let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-                if code.starts_with("08") || code.starts_with("57P") || code.starts_with("53") {
+                if code.starts_with("08")
+                    || code.starts_with("57P")
+                    || code.starts_with("53")
+                    || code == "25006"
+                {
                     StoreError::Unavailable(db.to_string())
                 } else {
                     StoreError::Internal(db.to_string())

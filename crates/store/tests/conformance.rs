@@ -1989,3 +1989,52 @@ conformance!(
     an_append_the_database_refuses_fails_alone_in_its_batch,
     a_database_a_newer_release_migrated_is_served_but_not_migrated_by_an_older_build,
 );
+
+/// A write that reaches a node still in recovery (a replica, or a standby that a proxy sends
+/// connections to while it is being promoted) is refused with SQLSTATE 25006: the store
+/// answers UNAVAILABLE, which clients retry with the same request id, not an internal error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_refused_as_read_only_is_unavailable_not_internal() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let Cleanup::Postgres { admin_url, name } = &h.cleanup else {
+            anyhow::bail!("a PostgreSQL harness");
+        };
+        // New sessions of the database start read-only, as on a standby; the store's current
+        // connections are cut so that it opens new ones.
+        let mut admin = sqlx::PgConnection::connect(admin_url).await?;
+        sqlx::query(&format!(
+            "ALTER DATABASE {name} SET default_transaction_read_only = on"
+        ))
+        .execute(&mut admin)
+        .await?;
+        sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(name)
+        .execute(&mut admin)
+        .await?;
+        for n in 0..20 {
+            let ev = action(0, &format!("read-only-{n}"), 1);
+            match h
+                .store
+                .append(m.id, 1, vec![ev], MatchUpdate::default())
+                .await
+            {
+                Err(StoreError::Unavailable(message)) if message.contains("read-only") => {
+                    return Ok(());
+                }
+                // A connection the termination cut: also unavailable; try again.
+                Err(StoreError::Unavailable(_)) => continue,
+                other => anyhow::bail!("a read-only refusal answered {other:?}"),
+            }
+        }
+        anyhow::bail!("no append reached a read-only session")
+    }
+    .await;
+    h.finish().await?;
+    result
+}

@@ -1,0 +1,93 @@
+//! The real `missive` binary on free ports against a `DATABASE_URL`, killed on drop.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// A running `missive` server.
+#[derive(Debug)]
+pub(crate) struct Missive {
+    child: Child,
+    pub(crate) http_base: String,
+    data_dir: PathBuf,
+}
+
+impl Missive {
+    /// Starts the server with `env` on top of the test's environment and reads the addresses
+    /// it prints.
+    pub(crate) async fn start(database_url: &str, env: &[(&str, &str)]) -> Missive {
+        let data_dir =
+            std::env::temp_dir().join(format!("missive-test-{}", uuid::Uuid::new_v4().simple()));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+        command
+            .env("DATABASE_URL", database_url)
+            .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
+            .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+            .env("MISSIVE_DATA_DIR", &data_dir)
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = command.spawn().expect("the missive binary starts");
+        let stdout = child.stdout.take().expect("stdout");
+        // The server prints its bound addresses on stdout; read them off a blocking thread.
+        let http_base = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let mut http = None;
+            while http.is_none() {
+                let Some(Ok(line)) = lines.next() else { break };
+                http = line
+                    .strip_prefix("missive HTTP listening on ")
+                    .map(str::to_owned);
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            http
+        })
+        .await
+        .expect("reading the server's output")
+        .expect("the server prints its HTTP address");
+        Missive {
+            child,
+            http_base,
+            data_dir,
+        }
+    }
+}
+
+impl Missive {
+    /// For a failing test: whether the server still runs, what its `/healthz` says, and (when
+    /// gdb is there) every thread's stack, written to a file.
+    pub(crate) fn diagnose(&mut self) -> String {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return format!("exited: {status}");
+        }
+        let health = Command::new("curl")
+            .args(["-s", "-m", "3", "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(format!("{}/healthz", self.http_base))
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_else(|e| format!("curl: {e}"));
+        let stacks = self.data_dir.with_extension("threads.txt");
+        let dumped = Command::new("gdb")
+            .args(["-p", &self.child.id().to_string(), "-batch"])
+            .args(["-ex", "thread apply all bt"])
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .and_then(|out| std::fs::write(&stacks, out.stdout).ok())
+            .map_or_else(String::new, |()| {
+                format!(", thread stacks in {}", stacks.display())
+            });
+        format!("running, /healthz answered {health:?}{dumped}")
+    }
+}
+
+impl Drop for Missive {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
