@@ -206,6 +206,11 @@ impl Process {
 
 /// SIGKILL to every process of the group `pgid`.
 fn kill_group(pgid: u32) {
+    // Never init's group, nor the test's own: `kill -- -1` would be every process there is.
+    let own = process_group(std::process::id());
+    if pgid <= 1 || Some(pgid) == own {
+        return;
+    }
     let _ = Command::new("kill")
         .args(["-KILL", "--", &format!("-{pgid}")])
         .stdout(Stdio::null())
@@ -629,6 +634,12 @@ impl Drop for Cluster {
 /// SIGKILL to every process whose command line names a path under `dir`.
 fn kill_under(dir: &Path) {
     let dir = dir.to_string_lossy().into_owned();
+    // Only a scratch directory of this test's own: an empty or short path would match
+    // every process's command line.
+    if !dir.contains("missive-failover") {
+        return;
+    }
+    let own = std::process::id().to_string();
     for _ in 0..3 {
         let Ok(entries) = fs::read_dir("/proc") else {
             return;
@@ -637,6 +648,9 @@ fn kill_under(dir: &Path) {
             .filter_map(|e| {
                 let name = e.ok()?.file_name().into_string().ok()?;
                 name.parse::<u32>().ok()?;
+                if name == own {
+                    return None;
+                }
                 let cmdline = fs::read(format!("/proc/{name}/cmdline")).ok()?;
                 String::from_utf8_lossy(&cmdline)
                     .contains(&dir)
