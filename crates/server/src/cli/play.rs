@@ -337,7 +337,7 @@ fn compact(value: &Value) -> String {
     }
 }
 
-/// An action without its game's wrapper: `play(card=Guard target=1 guess=Priest)`.
+/// An action without its game's wrapper, fields in name order: `play(card=Guard guess=Priest target=1)`.
 fn describe_action(action: &Value) -> String {
     match action.as_object() {
         Some(fields) if fields.len() == 1 => {
@@ -377,7 +377,7 @@ mod tests {
         let action = json!({ "loveLetter": { "play": { "card": "Guard", "target": 1, "guess": "Priest" } } });
         assert_eq!(
             describe_action(&action),
-            "play(card=Guard target=1 guess=Priest)"
+            "play(card=Guard guess=Priest target=1)"
         );
         assert_eq!(describe_action(&json!({ "lopti": { "pass": {} } })), "pass");
     }
