@@ -200,6 +200,7 @@ impl Server {
     pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
+            .arg("--")
             .arg(self.pid().to_string())
             .status()
             .expect("kill runs");

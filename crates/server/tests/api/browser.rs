@@ -32,8 +32,10 @@ impl Drop for Driver {
     fn drop(&mut self) {
         // chromedriver and the browsers it started share a process group of their own: end
         // them all, even those of a session a failed test did not close.
+        // `--` first: without it, procps's kill reads `-1234` as options and signals the
+        // group named by the first digit alone (`-1`: every process there is).
         let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{}", self.child.id())])
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
