@@ -112,6 +112,18 @@ fn rebuild(
                     })
                     .collect::<Result<_, AuditError>>()?,
                 deal_at_start: c.deal_at_start,
+                invited: c
+                    .invited_seats
+                    .iter()
+                    .map(|&s| seat(s))
+                    .collect::<Result<_, AuditError>>()?,
+                rematch_of: match c.rematch_of.as_str() {
+                    "" => None,
+                    id => Some(
+                        id.parse()
+                            .map_err(|_| bad(seq, "rematchOf is not a match id"))?,
+                    ),
+                },
             })
         }
         Some(Body::Joined(j)) => Event::Joined {

@@ -1,10 +1,12 @@
-//! Seat tokens: 32 random bytes from the OS, shown once as hex, stored only as their SHA-256.
+//! Credentials: seat tokens (32 random bytes from the OS, shown once as hex, stored only as
+//! their SHA-256) and, where configured, player tokens (JWTs, verified in `identity.rs`).
 
 use missive_rules::Viewer;
 use missive_store::{MatchId, MatchRecord};
 use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
+use crate::identity::Player;
 use crate::service::Caller;
 
 /// A fresh token and the hash the store keeps.
@@ -21,9 +23,16 @@ pub fn random_bytes() -> ApiResult<[u8; 32]> {
 }
 
 /// The caller of a request, from the value of its `authorization` header (an HTTP header or
-/// gRPC metadata): the one place a request's credentials are read. Both transports call it,
-/// HTTP through the `Caller` extractor and gRPC through its interceptor.
-pub fn caller(authorization: Option<&[u8]>) -> ApiResult<Caller> {
+/// gRPC metadata) and the player its player token named, verified before (`identity.rs`): the
+/// one place a request's credentials are read. Both transports call it, HTTP through the
+/// `Caller` extractor and gRPC through its interceptor.
+pub fn caller(authorization: Option<&[u8]>, player: Option<&Player>) -> ApiResult<Caller> {
+    if let Some(player) = player {
+        return Ok(Caller {
+            token: None,
+            player: Some(player.clone()),
+        });
+    }
     let header = authorization
         .map(|value| {
             std::str::from_utf8(value).map_err(|_| {
@@ -33,6 +42,7 @@ pub fn caller(authorization: Option<&[u8]>) -> ApiResult<Caller> {
         .transpose()?;
     Ok(Caller {
         token: bearer(header)?,
+        player: None,
     })
 }
 
@@ -50,15 +60,19 @@ pub fn bearer(header: Option<&str>) -> ApiResult<Option<String>> {
     Ok(Some(token.trim().to_owned()))
 }
 
-/// Who the caller is in `record`: the token's seat, or a spectator when there is no token
-/// and none is required. `wanted` is the seat the request names, if any.
+/// Who the caller is in `record`: the seat of the caller's seat token, or the seat bound to
+/// the caller's player, or a spectator when there is neither and none is required. `wanted`
+/// is the seat the request names, if any.
 pub fn viewer(
     record: &MatchRecord,
-    token: Option<&str>,
+    caller: &Caller,
     wanted: Option<u32>,
     required: bool,
 ) -> ApiResult<Viewer> {
-    let Some(token) = token else {
+    if let Some(player) = &caller.player {
+        return player_seat(record, player, wanted, required);
+    }
+    let Some(token) = caller.token.as_deref() else {
         if required || wanted.is_some() {
             return Err(ApiError::Unauthenticated(
                 "a seat token is required: authorization: Bearer <seat token>".into(),
@@ -86,6 +100,33 @@ pub fn viewer(
         )));
     }
     Ok(Viewer::Seat(seat))
+}
+
+/// The seat bound to `player` in `record`, as [`viewer`] answers it.
+fn player_seat(
+    record: &MatchRecord,
+    player: &Player,
+    wanted: Option<u32>,
+    required: bool,
+) -> ApiResult<Viewer> {
+    let seat = record
+        .seats
+        .iter()
+        .find(|s| s.account.as_deref() == Some(player.id.as_str()))
+        .map(|s| s.seat);
+    match (seat, wanted) {
+        (Some(seat), Some(wanted)) if wanted != u32::from(seat) => Err(ApiError::PermissionDenied(
+            format!("this player holds seat {seat}, not seat {wanted}"),
+        )),
+        (Some(seat), _) => Ok(Viewer::Seat(seat)),
+        (None, None) if !required => Ok(Viewer::Spectator),
+        (None, Some(wanted)) => Err(ApiError::PermissionDenied(format!(
+            "this player does not hold seat {wanted}"
+        ))),
+        (None, None) => Err(ApiError::PermissionDenied(
+            "this player holds no seat in this match".into(),
+        )),
+    }
 }
 
 fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
@@ -126,6 +167,33 @@ impl Keys {
             mac.update(part);
         }
         mac.finalize().into_bytes().into()
+    }
+
+    /// The invite code of an invited seat: whoever holds it may take the seat. Never stored;
+    /// checked by deriving it again.
+    pub fn invite_code(&self, id: MatchId, seat: u8) -> String {
+        hex::encode(&self.mac("invite", &[id.as_bytes(), &[seat]])[..16])
+    }
+
+    /// The seat an invite code opens among `invited`, if it opens one; compared in constant
+    /// time.
+    pub fn invited_seat(
+        &self,
+        id: MatchId,
+        invited: impl Iterator<Item = u8>,
+        code: &str,
+    ) -> Option<u8> {
+        let given = code.as_bytes();
+        invited.into_iter().find(|&seat| {
+            let expected = self.invite_code(id, seat);
+            expected.len() == given.len()
+                && expected
+                    .as_bytes()
+                    .iter()
+                    .zip(given)
+                    .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+                    == 0
+        })
     }
 
     /// The seat token a join with this request id gives, and its hash as stored.
@@ -197,14 +265,14 @@ mod tests {
 
     #[test]
     fn the_caller_is_read_from_the_authorization_header_alone() {
-        assert_eq!(caller(None).unwrap().token, None);
+        assert_eq!(caller(None, None).unwrap().token, None);
         assert_eq!(
-            caller(Some(b"Bearer abc ")).unwrap().token.as_deref(),
+            caller(Some(b"Bearer abc "), None).unwrap().token.as_deref(),
             Some("abc")
         );
         for bad in [&b"Basic abc"[..], b"abc", b"Bearer \xff"] {
             assert!(
-                matches!(caller(Some(bad)), Err(ApiError::Unauthenticated(_))),
+                matches!(caller(Some(bad), None), Err(ApiError::Unauthenticated(_))),
                 "{bad:?}"
             );
         }

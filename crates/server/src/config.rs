@@ -34,6 +34,8 @@ pub struct Config {
     pub logs: Logs,
     #[command(flatten)]
     pub shutdown: Shutdown,
+    #[command(flatten)]
+    pub identity: Identity,
 }
 
 /// Where the server listens.
@@ -165,6 +167,69 @@ pub struct Shutdown {
     /// (with 0: whatever was acknowledged is committed).
     #[arg(long, env = "MISSIVE_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
     pub shutdown_grace_secs: u64,
+}
+
+/// Player tokens: JWTs the game's own backend issues, whose `sub` is the player (docs/API.md,
+/// "Players"). Without a key, the server accepts seat tokens only.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Identity {
+    /// URL of the JSON Web Key Set whose keys sign player tokens (RS*, PS*, ES256, ES384,
+    /// EdDSA); fetched at the first token, kept, and fetched again periodically and when a
+    /// token names a key it lacks.
+    #[arg(long, env = "MISSIVE_JWT_JWKS_URL")]
+    pub jwt_jwks_url: Option<String>,
+
+    /// A secret of at least 32 bytes that signs player tokens with HS256, instead of a key set
+    /// (for development, tests, and backends that share a secret with the server).
+    #[arg(long, env = "MISSIVE_JWT_HS256_SECRET")]
+    pub jwt_hs256_secret: Option<KeySecret>,
+
+    /// The `iss` every player token must carry; any issuer when unset.
+    #[arg(long, env = "MISSIVE_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// The `aud` every player token must carry; when unset the audience is not checked (set it
+    /// when the issuer signs tokens for other services too).
+    #[arg(long, env = "MISSIVE_JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
+    /// Seconds the key set is kept before it is fetched again.
+    #[arg(long, env = "MISSIVE_JWT_JWKS_REFRESH_SECS", default_value_t = 600)]
+    pub jwt_jwks_refresh_secs: u64,
+
+    /// Seconds of clock difference allowed when checking a player token's `exp` and `nbf`.
+    #[arg(long, env = "MISSIVE_JWT_LEEWAY_SECS", default_value_t = 30)]
+    pub jwt_leeway_secs: u64,
+}
+
+impl Identity {
+    pub fn jwks_refresh(&self) -> Duration {
+        Duration::from_secs(self.jwt_jwks_refresh_secs.max(1))
+    }
+}
+
+/// A signing secret: never printed.
+#[derive(Clone)]
+pub struct KeySecret(String);
+
+impl KeySecret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for KeySecret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(KeySecret(s.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for KeySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"***\"")
+    }
 }
 
 impl Shutdown {

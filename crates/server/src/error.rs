@@ -31,10 +31,14 @@ pub enum Rule {
     SeatLeft,
     /// A match created under rules this server does not run.
     RulesVersionUnavailable,
+    /// A player joining a match in which they already hold a seat.
+    AlreadySeated,
+    /// A rematch of a match still under way.
+    MatchNotOver,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 12] = [
         Rule::MatchNotOpen,
         Rule::SeatTaken,
         Rule::MatchFull,
@@ -45,6 +49,8 @@ impl Rule {
         Rule::RequestIdReused,
         Rule::SeatLeft,
         Rule::RulesVersionUnavailable,
+        Rule::AlreadySeated,
+        Rule::MatchNotOver,
     ];
 
     /// The code clients see.
@@ -60,6 +66,8 @@ impl Rule {
             Rule::RequestIdReused => "request-id-reused",
             Rule::SeatLeft => "seat-left",
             Rule::RulesVersionUnavailable => "rules-version-unavailable",
+            Rule::AlreadySeated => "already-seated",
+            Rule::MatchNotOver => "match-not-over",
         }
     }
 }

@@ -3,7 +3,7 @@
 //! this type has the canonical bytes, and the hash, that the log has always held (a test
 //! re-encodes real matches of every game and compares the bytes).
 
-use missive_store::{NewEvent, StoredEvent};
+use missive_store::{MatchId, NewEvent, StoredEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -37,6 +37,12 @@ pub struct Creation {
     /// exist); absent on older matches, dealt at creation from the committed seed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deal_at_start: bool,
+    /// Seats held for invited players.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invited: Vec<u8>,
+    /// The match this one is the rematch of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rematch_of: Option<MatchId>,
 }
 
 /// A seat a bot plays from creation.

@@ -34,6 +34,7 @@ pub fn authenticate(mut request: Request<()>) -> Result<Request<()>, Status> {
             .metadata()
             .get("authorization")
             .map(|v| v.as_bytes()),
+        request.extensions().get::<crate::identity::Player>(),
     )?;
     request.extensions_mut().insert(caller);
     Ok(request)
@@ -67,9 +68,10 @@ impl Missive for Grpc {
         &self,
         request: Request<pb::JoinMatchRequest>,
     ) -> Result<Response<pb::JoinMatchResponse>, Status> {
+        let caller = caller(&request)?;
         Ok(Response::new(
             self.service
-                .bounded(self.service.join_match(request.into_inner()))
+                .bounded(self.service.join_match(&caller, request.into_inner()))
                 .await?,
         ))
     }
@@ -181,6 +183,30 @@ impl Missive for Grpc {
         Ok(Response::new(
             self.service
                 .bounded(self.service.get_webhook(&caller, request.into_inner()))
+                .await?,
+        ))
+    }
+
+    async fn rematch(
+        &self,
+        request: Request<pb::RematchRequest>,
+    ) -> Result<Response<pb::JoinMatchResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service
+                .bounded(self.service.rematch(&caller, request.into_inner()))
+                .await?,
+        ))
+    }
+
+    async fn list_my_matches(
+        &self,
+        request: Request<pb::ListMyMatchesRequest>,
+    ) -> Result<Response<pb::ListMyMatchesResponse>, Status> {
+        let caller = caller(&request)?;
+        Ok(Response::new(
+            self.service
+                .bounded(self.service.list_my_matches(&caller, request.into_inner()))
                 .await?,
         ))
     }

@@ -85,6 +85,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
                 .headers
                 .get(header::AUTHORIZATION)
                 .map(|v| v.as_bytes()),
+            parts.extensions.get::<crate::identity::Player>(),
         )
     }
 }
@@ -124,7 +125,18 @@ async fn list_matches(
     State(service): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Reply<pb::ListMatchesResponse>> {
-    let status = match query.get("status") {
+    let request = pb::ListMatchesRequest {
+        status: query_status(&query)?,
+        kind: query.get("kind").cloned().unwrap_or_default(),
+        limit: query_limit(&query)?,
+        page_token: query.get("pageToken").cloned().unwrap_or_default(),
+    };
+    Ok(Reply(service.bounded(service.list_matches(request)).await?))
+}
+
+/// The `status` query parameter: a MatchStatus name or number; 0 when absent.
+fn query_status(query: &HashMap<String, String>) -> ApiResult<i32> {
+    Ok(match query.get("status") {
         None => 0,
         Some(s) => match pb::MatchStatus::from_str_name(s) {
             Some(status) => status as i32,
@@ -132,20 +144,15 @@ async fn list_matches(
                 .parse()
                 .map_err(|_| ApiError::invalid(format!("unknown status {s:?}")))?,
         },
-    };
-    let limit = match query.get("limit") {
-        None => 0,
-        Some(l) => l
-            .parse()
-            .map_err(|_| ApiError::invalid(format!("limit {l:?} is not a number")))?,
-    };
-    let request = pb::ListMatchesRequest {
-        status,
-        kind: query.get("kind").cloned().unwrap_or_default(),
-        limit,
-        page_token: query.get("pageToken").cloned().unwrap_or_default(),
-    };
-    Ok(Reply(service.bounded(service.list_matches(request)).await?))
+    })
+}
+
+/// The `limit` query parameter; 0 (the default) when absent.
+fn query_limit(query: &HashMap<String, String>) -> ApiResult<u32> {
+    query.get("limit").map_or(Ok(0), |l| {
+        l.parse()
+            .map_err(|_| ApiError::invalid(format!("limit {l:?} is not a number")))
+    })
 }
 
 async fn get_match(
@@ -162,10 +169,44 @@ async fn get_match(
 async fn join_match(
     State(service): State<AppState>,
     Path(id): Path<String>,
+    caller: Caller,
     ProtoJson(mut request): ProtoJson<pb::JoinMatchRequest>,
 ) -> ApiResult<Reply<pb::JoinMatchResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(service.bounded(service.join_match(request)).await?))
+    Ok(Reply(
+        service
+            .bounded(service.join_match(&caller, request))
+            .await?,
+    ))
+}
+
+async fn rematch(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    caller: Caller,
+    ProtoJson(mut request): ProtoJson<pb::RematchRequest>,
+) -> ApiResult<Reply<pb::JoinMatchResponse>> {
+    same_match(id, &mut request.match_id)?;
+    Ok(Reply(
+        service.bounded(service.rematch(&caller, request)).await?,
+    ))
+}
+
+async fn list_my_matches(
+    State(service): State<AppState>,
+    caller: Caller,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult<Reply<pb::ListMyMatchesResponse>> {
+    let request = pb::ListMyMatchesRequest {
+        status: query_status(&query)?,
+        limit: query_limit(&query)?,
+        page_token: query.get("pageToken").cloned().unwrap_or_default(),
+    };
+    Ok(Reply(
+        service
+            .bounded(service.list_my_matches(&caller, request))
+            .await?,
+    ))
 }
 
 async fn act(
@@ -454,6 +495,8 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
         "SetWebhook" => on(filter, set_webhook),
         "RemoveWebhook" => on(filter, remove_webhook),
         "GetWebhook" => on(filter, get_webhook),
+        "ListMyMatches" => on(filter, list_my_matches),
+        "Rematch" => on(filter, rematch),
         other => unreachable!("the route table names {other}, which has no handler"),
     }
 }
@@ -470,6 +513,7 @@ pub fn router(config: &Config, service: Arc<Service>) -> Router {
 }
 
 fn routes_of(config: &Config, service: Arc<Service>) -> Router {
+    let identity = service.identity();
     let mut router = Router::new();
     for route in routes::ROUTES {
         router = router.route(route.path, method_router(route));
@@ -488,6 +532,11 @@ fn routes_of(config: &Config, service: Arc<Service>) -> Router {
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     config.requests.timeout(),
+                ))
+                // Player tokens are verified before anything keys on the caller.
+                .layer(middleware::from_fn_with_state(
+                    identity,
+                    crate::identity::http,
                 ))
                 .layer(DefaultBodyLimit::max(config.requests.max_body_bytes))
                 .layer(tower::limit::GlobalConcurrencyLimitLayer::new(

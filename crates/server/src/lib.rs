@@ -19,6 +19,7 @@ pub mod events;
 pub mod fanout;
 pub mod games;
 pub mod grpc;
+pub mod identity;
 pub mod limits;
 pub mod metrics;
 pub mod routes;
@@ -56,6 +57,9 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
             watch_recheck: config.watch.recheck(),
             webhook_allow_private: config.webhooks.webhook_allow_private,
             clock: clock::Clock::system(),
+            identity: identity::Verifier::from_config(&config.identity)
+                .context("configuring player tokens")?
+                .map(Arc::new),
         },
     )))
 }
@@ -175,6 +179,7 @@ async fn grpc_server(
     let reflection_v1alpha = reflection()
         .build_v1alpha()
         .context("building the v1alpha reflection service")?;
+    let identity = service.identity();
     let missive = tonic::service::interceptor::InterceptedService::new(
         MissiveServer::new(grpc::Grpc::new(service))
             .max_decoding_message_size(config.requests.max_body_bytes),
@@ -189,6 +194,8 @@ async fn grpc_server(
         .layer(tower::util::option_layer(config.browsers.cors()))
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(metrics::GrpcMetricsLayer)
+        // Player tokens are verified before anything keys on the caller.
+        .layer(identity::grpc_layer(identity))
         // One limit across all connections; the per-connection one alone would let many
         // clients together exceed it.
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(

@@ -18,8 +18,11 @@ pub const MAX_TURN_SECS: u32 = 30 * 24 * 60 * 60;
 pub const MAX_KIND: usize = 64;
 /// The longest page token.
 pub const MAX_PAGE_TOKEN: usize = 64;
-/// Request ids the server gives its own moves and the joins it stores; refused from clients.
-const SERVER_REQUEST_PREFIXES: [&str; 3] = ["bot:", "timeout:", "join:"];
+/// Request ids the server gives its own moves, the joins it stores and the rematches it
+/// creates; refused from clients.
+const SERVER_REQUEST_PREFIXES: [&str; 4] = ["bot:", "timeout:", "join:", "rematch:"];
+/// The longest invite code accepted (codes are 32 hex digits).
+pub const MAX_INVITE_CODE: usize = 64;
 
 /// A request id: 1 to [`MAX_REQUEST_ID`] visible ASCII characters (`!` to `~`, no spaces),
 /// not starting with a prefix the server keeps for itself.
@@ -103,7 +106,7 @@ mod tests {
             );
         }
         assert!(refused(request_id("requestId", "short", MIN_JOIN_REQUEST_ID)).contains("16"));
-        for own in ["bot:3:1", "timeout:3:1", "join:abc"] {
+        for own in ["bot:3:1", "timeout:3:1", "join:abc", "rematch:abc"] {
             assert!(refused(request_id("requestId", own, 1)).contains("server's own"));
         }
     }

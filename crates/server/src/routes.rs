@@ -60,6 +60,12 @@ const SEAT: Param = Param {
     about: "Act or view as this seat (requires its token).",
 };
 
+const PAGE_TOKEN: Param = Param {
+    name: "pageToken",
+    kind: "string",
+    about: "nextPageToken of the previous page.",
+};
+
 const fn route(method: Method, path: &'static str, rpc: &'static str) -> Route {
     Route {
         method,
@@ -103,11 +109,7 @@ pub const ROUTES: &[Route] = &[
                 kind: "integer",
                 about: "Page size (default 50, at most 200).",
             },
-            Param {
-                name: "pageToken",
-                kind: "string",
-                about: "nextPageToken of the previous page.",
-            },
+            PAGE_TOKEN,
         ],
         ..route(Method::Get, "/v1/matches", "ListMatches")
     },
@@ -168,6 +170,28 @@ pub const ROUTES: &[Route] = &[
     Route {
         summary: "The token's seat's webhook and its recent deliveries",
         ..route(Method::Get, "/v1/matches/{id}/webhook", "GetWebhook")
+    },
+    Route {
+        summary: "The caller's matches, newest activity first (needs a player token)",
+        query: &[
+            Param {
+                name: "status",
+                kind: "string",
+                about: "A MatchStatus name; every status when absent.",
+            },
+            Param {
+                name: "limit",
+                kind: "integer",
+                about: "Page size (default 20, at most 100).",
+            },
+            PAGE_TOKEN,
+        ],
+        ..route(Method::Get, "/v1/me/matches", "ListMyMatches")
+    },
+    Route {
+        summary: "The rematch of a match that is over: takes the caller's seat in it",
+        body: true,
+        ..route(Method::Post, "/v1/matches/{id}/rematch", "Rematch")
     },
 ];
 

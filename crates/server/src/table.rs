@@ -388,6 +388,8 @@ mod tests {
                 turn_reminder_secs: None,
                 bots: Vec::new(),
                 deal_at_start: true,
+                invited: Vec::new(),
+                rematch_of: None,
             }),
             joined(0),
             joined(1),

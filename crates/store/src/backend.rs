@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, GroupCommit, Listener, Loaded,
-    MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Reminder, Snapshot,
-    StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
+    MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PlayerFilter, Reminder,
+    Snapshot, StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
 };
 
 /// What a backend operation answers.
@@ -41,6 +41,10 @@ pub(crate) trait Backend {
     fn list_matches(
         &self,
         filter: &MatchFilter,
+    ) -> impl Future<Output = Answer<Vec<MatchRecord>>> + Send;
+    fn player_matches(
+        &self,
+        filter: &PlayerFilter,
     ) -> impl Future<Output = Answer<Vec<MatchRecord>>> + Send;
     /// The stored key called `name`, after storing `candidate` if there was none.
     fn server_key(

@@ -143,6 +143,11 @@ pub struct SeatRecord {
     pub token_hash: Option<[u8; 32]>,
     /// The bot playing this seat, if any.
     pub bot: Option<String>,
+    /// The player account the seat is bound to (a verified player token's subject), if any.
+    pub account: Option<String>,
+    /// Held for an invited player. Written only when the match is created (from
+    /// [`NewMatch::start`]'s seats); appends leave it as it is.
+    pub invited: bool,
 }
 
 /// Everything needed to create a match.
@@ -396,6 +401,32 @@ impl MatchFilter {
     }
 }
 
+/// Which of one player's matches [`Store::player_matches`] returns: those with a seat bound
+/// to the account, newest activity (`updated_at`) first, ties by id, highest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlayerFilter {
+    /// The account whose seats count.
+    pub account: String,
+    /// Only matches with this status.
+    pub status: Option<MatchStatus>,
+    /// At most this many (0 means [`MatchFilter::DEFAULT_LIMIT`]; capped at
+    /// [`MatchFilter::MAX_LIMIT`]).
+    pub limit: u32,
+    /// Only matches that sort after this `(updated_at, id)` in that order: the last match of
+    /// the previous page.
+    pub after: Option<(DateTime<Utc>, MatchId)>,
+}
+
+impl PlayerFilter {
+    pub(crate) fn effective_limit(&self) -> i64 {
+        MatchFilter {
+            limit: self.limit,
+            ..MatchFilter::default()
+        }
+        .effective_limit()
+    }
+}
+
 /// The store's errors. Database driver errors are mapped here and never leak out.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -617,9 +648,18 @@ impl Store {
         timed!(self, "seed", b => b.seed(id).await)
     }
 
-    /// Matches passing the filter, ordered by id.
+    /// Matches passing the filter, ordered by id. A match with a seat held for an invited
+    /// player is never listed.
     pub async fn list_matches(&self, filter: &MatchFilter) -> Result<Vec<MatchRecord>, StoreError> {
         timed!(self, "list_matches", b => b.list_matches(filter).await)
+    }
+
+    /// The matches in which the filter's account holds a seat, newest activity first.
+    pub async fn player_matches(
+        &self,
+        filter: &PlayerFilter,
+    ) -> Result<Vec<MatchRecord>, StoreError> {
+        timed!(self, "player_matches", b => b.player_matches(filter).await)
     }
 
     /// Appends `events` after `expected_version`, applying `update` atomically with them.

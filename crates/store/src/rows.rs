@@ -333,6 +333,8 @@ pub(crate) struct SeatRow {
     pub(crate) player: Option<String>,
     pub(crate) token_hash: Option<Vec<u8>>,
     pub(crate) bot: Option<String>,
+    pub(crate) account: Option<String>,
+    pub(crate) invited: bool,
 }
 
 /// A match row joined with one of its seats (`None` columns when it has no seat rows).
@@ -344,6 +346,8 @@ pub(crate) struct MatchSeatRow {
     pub(crate) player: Option<String>,
     pub(crate) token_hash: Option<Vec<u8>>,
     pub(crate) bot: Option<String>,
+    pub(crate) account: Option<String>,
+    pub(crate) invited: Option<bool>,
 }
 
 impl MatchSeatRow {
@@ -359,6 +363,8 @@ impl MatchSeatRow {
                     player: row.player,
                     token_hash: row.token_hash,
                     bot: row.bot,
+                    account: row.account,
+                    invited: row.invited.unwrap_or(false),
                 });
             }
             match_row.get_or_insert(row.m);
@@ -480,6 +486,8 @@ impl MatchRow {
                 .map(|h| hash32(h, "token_hash"))
                 .transpose()?;
             slot.bot = row.bot.clone();
+            slot.account = row.account.clone();
+            slot.invited = row.invited;
         }
         Ok(MatchRecord {
             id: parse_id(&self.match_id)?,

@@ -601,6 +601,8 @@ mod checks {
             player: Some("bob".into()),
             token_hash: Some([3; 32]),
             bot: None,
+            account: None,
+            invited: false,
         };
         let joined = NewEvent {
             kind: "joined".into(),
@@ -641,6 +643,8 @@ mod checks {
             player: Some("carol".into()),
             token_hash: Some([4; 32]),
             bot: None,
+            account: None,
+            invited: false,
         };
         let refused = h
             .store
@@ -682,6 +686,174 @@ mod checks {
         Ok(())
     }
 
+    pub(super) async fn a_players_matches_list_newest_activity_first_and_page_by_it(
+        h: &Harness,
+    ) -> Result<()> {
+        // Ann takes a seat in three matches (at creation in one, by joining in two), Bob in one.
+        let seat = |seat: u8, account: &str| SeatRecord {
+            seat,
+            player: Some(account.to_uppercase()),
+            token_hash: Some([seat; 32]),
+            bot: None,
+            account: Some(account.to_owned()),
+            invited: false,
+        };
+        let mut created_with_ann = new_match(2);
+        created_with_ann.start.seats = vec![seat(0, "ann")];
+        h.store
+            .create_match(created_with_ann.clone(), vec![created()])
+            .await?;
+        let joined = |n: i64, account: &str| NewEvent {
+            kind: "joined".into(),
+            actor: Some(1),
+            request_id: Some(format!("join-{account}-{n}")),
+            payload: json!({"player": account}),
+            at: at(n),
+        };
+        let mut ids = vec![created_with_ann.id];
+        for (n, account) in [(5, "ann"), (3, "ann"), (4, "bob")] {
+            let m = new_match(2);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            h.store
+                .append(
+                    m.id,
+                    1,
+                    vec![joined(n, account)],
+                    MatchUpdate {
+                        seats: vec![seat(1, account)],
+                        status: (account == "bob").then_some(MatchStatus::Active),
+                        ..MatchUpdate::default()
+                    },
+                )
+                .await?;
+            ids.push(m.id);
+        }
+        let record = h.store.get_match(ids[1]).await?;
+        assert_eq!(record.seats[1].account.as_deref(), Some("ann"));
+        let list = |status, limit, after| async move {
+            h.store
+                .player_matches(&missive_store::PlayerFilter {
+                    account: "ann".into(),
+                    status,
+                    limit,
+                    after,
+                })
+                .await
+        };
+        let all: Vec<MatchId> = list(None, 0, None).await?.iter().map(|r| r.id).collect();
+        // Newest activity first: the join at 5, the join at 3, the creation at 0.
+        assert_eq!(all, [ids[1], ids[2], ids[0]]);
+        // Paging by the last one's (activity, id) gives each once, in the same order.
+        let mut paged = Vec::new();
+        let mut after = None;
+        loop {
+            let page = list(None, 1, after).await?;
+            let Some(last) = page.last() else { break };
+            after = Some((last.updated_at, last.id));
+            paged.extend(page.iter().map(|r| r.id));
+        }
+        assert_eq!(paged, all);
+        // Seats come with the records; the status filter keeps what it names.
+        let open = list(Some(MatchStatus::Open), 0, None).await?;
+        assert_eq!(open.len(), 3);
+        assert!(open.iter().all(|r| r.seats.len() == 2));
+        assert!(list(Some(MatchStatus::Active), 0, None).await?.is_empty());
+        let bobs = h
+            .store
+            .player_matches(&missive_store::PlayerFilter {
+                account: "bob".into(),
+                status: Some(MatchStatus::Active),
+                limit: 0,
+                after: None,
+            })
+            .await?;
+        assert_eq!(bobs.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[3]]);
+        // A seat given up loses its account with it.
+        h.store
+            .append(
+                ids[1],
+                2,
+                vec![NewEvent {
+                    kind: "left".into(),
+                    actor: Some(1),
+                    request_id: None,
+                    payload: json!({"seat": 1}),
+                    at: at(6),
+                }],
+                MatchUpdate {
+                    seats: vec![SeatRecord {
+                        seat: 1,
+                        ..SeatRecord::default()
+                    }],
+                    ..MatchUpdate::default()
+                },
+            )
+            .await?;
+        let left: Vec<MatchId> = list(None, 0, None).await?.iter().map(|r| r.id).collect();
+        assert_eq!(left, [ids[2], ids[0]]);
+        Ok(())
+    }
+
+    pub(super) async fn invited_seats_are_kept_and_their_match_is_never_listed(
+        h: &Harness,
+    ) -> Result<()> {
+        let listed = |status| async move {
+            let filter = MatchFilter {
+                status: Some(status),
+                ..MatchFilter::default()
+            };
+            h.store
+                .list_matches(&filter)
+                .await
+                .map(|l| l.iter().map(|r| r.id).collect::<Vec<_>>())
+        };
+        let public = new_match(2);
+        h.store
+            .create_match(public.clone(), vec![created()])
+            .await?;
+        let mut private = new_match(3);
+        private.start.seats = vec![SeatRecord {
+            seat: 2,
+            invited: true,
+            ..SeatRecord::default()
+        }];
+        h.store
+            .create_match(private.clone(), vec![created()])
+            .await?;
+        assert_eq!(listed(MatchStatus::Open).await?, [public.id]);
+        let record = h.store.get_match(private.id).await?;
+        let invited: Vec<bool> = record.seats.iter().map(|s| s.invited).collect();
+        assert_eq!(invited, [false, false, true]);
+        // The invited seat is taken: it stays invited, and the match unlisted.
+        h.store
+            .append(
+                private.id,
+                1,
+                vec![NewEvent {
+                    kind: "joined".into(),
+                    actor: Some(2),
+                    request_id: None,
+                    payload: json!({"player": "friend"}),
+                    at: at(1),
+                }],
+                MatchUpdate {
+                    seats: vec![SeatRecord {
+                        seat: 2,
+                        player: Some("friend".into()),
+                        token_hash: Some([2; 32]),
+                        ..SeatRecord::default()
+                    }],
+                    ..MatchUpdate::default()
+                },
+            )
+            .await?;
+        let record = h.store.get_match(private.id).await?;
+        assert!(record.seats[2].invited);
+        assert_eq!(record.seats[2].player.as_deref(), Some("friend"));
+        assert_eq!(listed(MatchStatus::Open).await?, [public.id]);
+        Ok(())
+    }
+
     pub(super) async fn listing_filters_by_status_and_kind_and_pages_by_id(
         h: &Harness,
     ) -> Result<()> {
@@ -699,6 +871,8 @@ mod checks {
                     player: Some(format!("player-{i}")),
                     token_hash: Some([i; 32]),
                     bot: None,
+                    account: None,
+                    invited: false,
                 };
                 h.store
                     .append(
@@ -1200,6 +1374,8 @@ mod checks {
             player: Some("bot:random".to_owned()),
             token_hash: None,
             bot: Some("random".to_owned()),
+            account: None,
+            invited: false,
         };
         let mut m = new_match(3);
         m.start = MatchUpdate {
@@ -1966,6 +2142,8 @@ conformance!(
     a_retried_request_returns_the_original_events_not_new_ones,
     seat_and_status_updates_apply_with_the_events,
     listing_filters_by_status_and_kind_and_pages_by_id,
+    a_players_matches_list_newest_activity_first_and_page_by_it,
+    invited_seats_are_kept_and_their_match_is_never_listed,
     loading_uses_the_newest_snapshot_of_the_same_rules_version,
     a_snapshot_of_another_rules_version_is_ignored_and_rebuilt_from_events,
     a_valid_log_verifies_and_its_hashes_recompute_from_the_columns,

@@ -20,12 +20,10 @@ impl Command for Act<'_> {
 
     fn decide(&self, live: &Live, _fresh: bool, at: DateTime<Utc>) -> ApiResult<Decision<u8>> {
         let seat = match self.by {
-            By::Caller(caller, wanted) => {
-                match auth::viewer(&live.record, caller.token.as_deref(), wanted, true)? {
-                    Viewer::Seat(seat) => seat,
-                    Viewer::Spectator => unreachable!("a required token gives a seat"),
-                }
-            }
+            By::Caller(caller, wanted) => match auth::viewer(&live.record, caller, wanted, true)? {
+                Viewer::Seat(seat) => seat,
+                Viewer::Spectator => unreachable!("a required token gives a seat"),
+            },
             By::Server(seat) => seat,
         };
         if let Some(&seq) = live.request_ids.get(self.request_id) {

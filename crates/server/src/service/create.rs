@@ -17,6 +17,8 @@ pub(super) fn same_creation(stored: &Creation, new: &Creation) -> bool {
         && stored.turn_timeout_secs == new.turn_timeout_secs
         && stored.turn_reminder_secs == new.turn_reminder_secs
         && stored.deal_at_start == new.deal_at_start
+        && stored.invited == new.invited
+        && stored.rematch_of == new.rematch_of
         && bots(stored) == bots(new)
 }
 
@@ -24,6 +26,20 @@ impl Service {
     pub async fn create_match(
         &self,
         req: pb::CreateMatchRequest,
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        let request_id =
+            limits::optional_request_id("requestId", &req.request_id, 1)?.map(str::to_owned);
+        crate::telemetry::record_request_id(request_id.as_deref());
+        self.create(req, request_id.as_deref(), None).await
+    }
+
+    /// Creates a match under a request id already checked (or the server's own, for the
+    /// rematch of `rematch_of`).
+    pub(super) async fn create(
+        &self,
+        req: pb::CreateMatchRequest,
+        request_id: Option<&str>,
+        rematch_of: Option<MatchId>,
     ) -> ApiResult<pb::CreateMatchResponse> {
         let options = req
             .options
@@ -34,8 +50,6 @@ impl Service {
                 u8::try_from(n).map_err(|_| ApiError::invalid(format!("{n} seats is too many")))?
             }
         };
-        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
-        crate::telemetry::record_request_id(request_id);
         let (game, parsed) = self.games.parse_options(&options, Some(seats))?;
         if parsed.fixed_deck && !self.settings.allow_fixed_deck {
             return Err(ApiError::PermissionDenied(
@@ -86,6 +100,26 @@ impl Service {
                 return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
             }
         }
+        let mut invited = std::collections::BTreeSet::new();
+        for &seat in &req.invite_seats {
+            let seat = u8::try_from(seat)
+                .ok()
+                .filter(|s| *s < seats)
+                .ok_or_else(|| {
+                    ApiError::invalid(format!(
+                        "invited seat {seat} does not exist (seats 0 to {})",
+                        seats - 1
+                    ))
+                })?;
+            if bot_seats.contains_key(&seat) {
+                return Err(ApiError::invalid(format!(
+                    "seat {seat} is a bot's; it cannot be invited"
+                )));
+            }
+            if !invited.insert(seat) {
+                return Err(ApiError::invalid(format!("seat {seat} is invited twice")));
+            }
+        }
         let creation = Creation {
             config: parsed.config.clone(),
             seat_count: seats,
@@ -101,6 +135,8 @@ impl Service {
                 })
                 .collect(),
             deal_at_start: true,
+            invited: invited.iter().copied().collect(),
+            rematch_of,
         };
         let first = Event::Created(creation.clone());
         let taken: Vec<SeatRecord> = bot_seats
@@ -110,6 +146,8 @@ impl Service {
                 player: Some(bots::player_name(strategy)),
                 token_hash: None,
                 bot: Some((*strategy).to_owned()),
+                account: None,
+                invited: false,
             })
             .collect();
         let status = if taken.len() == usize::from(seats) {
@@ -118,10 +156,22 @@ impl Service {
             MatchStatus::Open
         };
         // A retried creation names the match its first attempt created.
+        let keys = self.keys().await?;
         let id = match request_id {
-            Some(request_id) => self.keys().await?.match_id(request_id),
+            Some(request_id) => keys.match_id(request_id),
             None => uuid::Uuid::new_v4(),
         };
+        let invites = Self::invites(keys, id, &creation);
+        // Invited seats are written with the match, free and held.
+        let start_seats: Vec<SeatRecord> = taken
+            .iter()
+            .cloned()
+            .chain(invited.iter().map(|&seat| SeatRecord {
+                seat,
+                invited: true,
+                ..SeatRecord::default()
+            }))
+            .collect();
         crate::telemetry::record_match(id);
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
         let version = game.rules_version();
@@ -174,7 +224,7 @@ impl Service {
                     created_at: now,
                     start: MatchUpdate {
                         status: Some(status),
-                        seats: taken,
+                        seats: start_seats,
                         turns,
                         notify: Vec::new(),
                     },
@@ -207,7 +257,20 @@ impl Service {
         }
         Ok(pb::CreateMatchResponse {
             r#match: Some(info),
+            invites,
         })
+    }
+
+    /// The invite codes of a creation's invited seats.
+    fn invites(keys: &Keys, id: MatchId, creation: &Creation) -> Vec<pb::Invite> {
+        creation
+            .invited
+            .iter()
+            .map(|&seat| pb::Invite {
+                seat: seat.into(),
+                code: keys.invite_code(id, seat),
+            })
+            .collect()
     }
 
     /// The answer to a creation retried with its request id: the match the first attempt
@@ -228,6 +291,7 @@ impl Service {
         let game = self.games.get(&record.kind)?.clone();
         Ok(pb::CreateMatchResponse {
             r#match: Some(self.info(&record, game.as_ref()).await?),
+            invites: Self::invites(self.keys().await?, id, creation),
         })
     }
 }

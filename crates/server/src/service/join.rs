@@ -3,10 +3,36 @@
 use super::*;
 
 impl Service {
-    pub async fn join_match(&self, req: pb::JoinMatchRequest) -> ApiResult<pb::JoinMatchResponse> {
+    pub async fn join_match(
+        &self,
+        caller: &Caller,
+        req: pb::JoinMatchRequest,
+    ) -> ApiResult<pb::JoinMatchResponse> {
+        let request_id =
+            limits::optional_request_id("requestId", &req.request_id, limits::MIN_JOIN_REQUEST_ID)?
+                .map(str::to_owned);
+        crate::telemetry::record_request_id(request_id.as_deref());
+        self.join(caller, &req, request_id.as_deref()).await
+    }
+
+    /// Takes a seat under a request id already checked (or the server's own, for a rematch).
+    pub(super) async fn join(
+        &self,
+        caller: &Caller,
+        req: &pb::JoinMatchRequest,
+        request_id: Option<&str>,
+    ) -> ApiResult<pb::JoinMatchResponse> {
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
-        let player = req.player.trim().to_owned();
+        let account = caller.player.as_ref();
+        // With a player token the name may come from the token: its `name`, else its subject.
+        let player = match (req.player.trim(), account) {
+            ("", Some(account)) => account
+                .name
+                .clone()
+                .unwrap_or_else(|| account.id.chars().take(limits::MAX_PLAYER_NAME).collect()),
+            (name, _) => name.to_owned(),
+        };
         if player.is_empty() {
             return Err(ApiError::invalid(format!(
                 "player must be a name of 1 to {} characters",
@@ -14,9 +40,7 @@ impl Service {
             )));
         }
         limits::text("player", &player, limits::MAX_PLAYER_NAME)?;
-        let request_id =
-            limits::optional_request_id("requestId", &req.request_id, limits::MIN_JOIN_REQUEST_ID)?;
-        crate::telemetry::record_request_id(request_id);
+        limits::text("inviteCode", &req.invite_code, limits::MAX_INVITE_CODE)?;
         // What the join's event is stored under: never the client's id itself (see `Keys`).
         let stored_id = match request_id {
             Some(request_id) => Some(self.keys().await?.join_request_id(id, request_id)),
@@ -38,8 +62,9 @@ impl Service {
         };
         let join = Join {
             id,
-            req: &req,
+            req,
             player: &player,
+            account: account.map(|a| a.id.as_str()),
             request_id,
             stored_id,
             nonce,
@@ -55,6 +80,8 @@ pub(super) struct Join<'a> {
     pub(super) id: MatchId,
     pub(super) req: &'a pb::JoinMatchRequest,
     pub(super) player: &'a str,
+    /// The player the seat is bound to, when the join came with a player token.
+    pub(super) account: Option<&'a str>,
     pub(super) request_id: Option<&'a str>,
     /// The request id as the join's event stores it (see [`Keys::join_request_id`]).
     pub(super) stored_id: Option<String>,
@@ -93,8 +120,50 @@ impl Command for Join<'_> {
                 "the match is not open to join",
             ));
         }
-        let seat = match self.req.seat {
-            Some(seat) => {
+        if let Some(account) = self.account
+            && let Some(held) = record
+                .seats
+                .iter()
+                .find(|s| s.account.as_deref() == Some(account))
+        {
+            return Err(ApiError::precondition(
+                Rule::AlreadySeated,
+                format!("this player already holds seat {}", held.seat),
+            ));
+        }
+        // An invite code opens its own seat, and only invited seats are opened by codes.
+        let invited = match self.req.invite_code.as_str() {
+            "" => None,
+            code => Some(
+                self.keys
+                    .invited_seat(
+                        self.id,
+                        record.seats.iter().filter(|s| s.invited).map(|s| s.seat),
+                        code,
+                    )
+                    .ok_or_else(|| {
+                        ApiError::PermissionDenied(
+                            "the invite code is not valid for this match".into(),
+                        )
+                    })?,
+            ),
+        };
+        let seat = match (invited, self.req.seat) {
+            (Some(seat), Some(wanted)) if wanted != u32::from(seat) => {
+                return Err(ApiError::invalid(format!(
+                    "the invite code is for seat {seat}, not seat {wanted}"
+                )));
+            }
+            (Some(seat), _) => {
+                if record.seats[usize::from(seat)].player.is_some() {
+                    return Err(ApiError::precondition(
+                        Rule::SeatTaken,
+                        format!("seat {seat} is taken"),
+                    ));
+                }
+                seat
+            }
+            (None, Some(seat)) => {
                 let s = record.seats.get(seat as usize).ok_or_else(|| {
                     ApiError::invalid(format!(
                         "seat {seat} does not exist (seats 0 to {})",
@@ -107,14 +176,24 @@ impl Command for Join<'_> {
                         format!("seat {seat} is taken"),
                     ));
                 }
+                if s.invited {
+                    return Err(ApiError::PermissionDenied(format!(
+                        "seat {seat} is held for an invited player: join it with its invite code"
+                    )));
+                }
                 s.seat
             }
-            None => record
+            (None, None) => record
                 .seats
                 .iter()
-                .find(|s| s.player.is_none())
+                .find(|s| s.player.is_none() && !s.invited)
                 .map(|s| s.seat)
-                .ok_or_else(|| ApiError::precondition(Rule::MatchFull, "every seat is taken"))?,
+                .ok_or_else(|| {
+                    ApiError::precondition(
+                        Rule::MatchFull,
+                        "every seat is taken or held for an invited player",
+                    )
+                })?,
         };
         // A free seat's webhook, if any, is a previous player's: it must not learn of this
         // player's turns. Removed only from a freshly read match, so a stale cache never
@@ -150,6 +229,9 @@ impl Command for Join<'_> {
                 player: Some(self.player.to_owned()),
                 token_hash: Some(token_hash),
                 bot: None,
+                account: self.account.map(str::to_owned),
+                // Not written by an append: the seat keeps what its creation set.
+                invited: false,
             }],
             turns: pending_turns(
                 &record.seats,
@@ -200,9 +282,10 @@ impl Command for Join<'_> {
             token,
             token_hash,
         } = taken.ok_or_else(|| ApiError::internal("a join appended without its seat"))?;
-        // The one change the event does not carry.
+        // The changes the event does not carry.
         if let Some(s) = live.record.seats.get_mut(usize::from(seat)) {
             s.token_hash = Some(token_hash);
+            s.account = self.account.map(str::to_owned);
         }
         tracing::info!(match_id = %self.id, seat, "seat taken");
         let info = service.info(&live.record, live.game()).await?;

@@ -33,9 +33,7 @@ impl Command for Leave<'_> {
         if let Some(&seq) = self.request_id.and_then(|r| live.request_ids.get(r)) {
             return Ok(Decision::Again(seq, ()));
         }
-        let Viewer::Seat(seat) =
-            auth::viewer(&live.record, self.caller.token.as_deref(), None, true)?
-        else {
+        let Viewer::Seat(seat) = auth::viewer(&live.record, self.caller, None, true)? else {
             unreachable!("a required token gives a seat")
         };
         // Nobody is awaited any more, whether the seat is freed or the match abandoned.
@@ -56,6 +54,8 @@ impl Command for Leave<'_> {
                     player: None,
                     token_hash: None,
                     bot: None,
+                    account: None,
+                    invited: false,
                 }],
                 turns,
                 notify: Vec::new(),
@@ -114,7 +114,7 @@ impl Service {
         caller: &Caller,
         seq: u64,
     ) -> ApiResult<pb::LeaveMatchResponse> {
-        if caller.token.is_none() {
+        if caller.token.is_none() && caller.player.is_none() {
             return Err(ApiError::Unauthenticated(
                 "a seat token is required: authorization: Bearer <seat token>".into(),
             ));
@@ -125,7 +125,7 @@ impl Service {
             _ => None,
         };
         let same = left.is_some()
-            && match auth::viewer(&live.record, caller.token.as_deref(), None, true) {
+            && match auth::viewer(&live.record, caller, None, true) {
                 Ok(Viewer::Seat(seat)) => Some(seat) == left,
                 _ => true,
             };

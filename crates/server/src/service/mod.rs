@@ -58,10 +58,11 @@ const APPEND_ATTEMPTS: usize = 5;
 /// kept small: turn-based matches rarely append more than a few events at once.
 const WATCH_BUFFER: usize = 16;
 
-/// The caller of a request: the bearer token, if any.
+/// The caller of a request: the seat token, or the player a verified player token names.
 #[derive(Clone, Default)]
 pub struct Caller {
     pub token: Option<String>,
+    pub player: Option<crate::identity::Player>,
 }
 
 impl std::fmt::Debug for Caller {
@@ -69,6 +70,7 @@ impl std::fmt::Debug for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Caller")
             .field("token", &self.token.as_ref().map(|_| ".."))
+            .field("player", &self.player.as_ref().map(|p| &p.id))
             .finish()
     }
 }
@@ -84,6 +86,8 @@ pub struct Settings {
     pub webhook_allow_private: bool,
     /// What the service stamps events with and the turn worker claims due turns by.
     pub clock: crate::clock::Clock,
+    /// What player tokens are verified with; `None`: seat tokens only.
+    pub identity: Option<Arc<crate::identity::Verifier>>,
 }
 
 /// One appended event, as broadcast to watchers.
@@ -276,6 +280,11 @@ impl Service {
         &self.store
     }
 
+    /// What the transports verify player tokens with, if the server accepts them.
+    pub fn identity(&self) -> Option<Arc<crate::identity::Verifier>> {
+        self.settings.identity.clone()
+    }
+
     pub fn games(&self) -> &Registry {
         &self.games
     }
@@ -400,6 +409,7 @@ mod join;
 mod leave;
 mod projection;
 mod queries;
+mod rematch;
 mod render;
 mod watch;
 mod webhook;

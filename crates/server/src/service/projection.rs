@@ -132,6 +132,7 @@ pub(super) fn advance_record(
                 if let Some(s) = record.seats.get_mut(usize::from(*seat)) {
                     s.player = None;
                     s.token_hash = None;
+                    s.account = None;
                 }
             } else {
                 record.status = MatchStatus::Abandoned;

@@ -86,7 +86,7 @@ impl Service {
         let live = guard
             .as_ref()
             .ok_or_else(|| ApiError::internal("match not loaded"))?;
-        let viewer = auth::viewer(&live.record, caller.token.as_deref(), req.seat, false)?;
+        let viewer = auth::viewer(&live.record, caller, req.seat, false)?;
         Ok(pb::GetViewResponse {
             view: Some(self.live_view(live, viewer).await?),
         })
@@ -145,7 +145,7 @@ impl Service {
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
         let record = self.store.get_match(id).await?;
-        let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
+        let viewer = auth::viewer(&record, caller, req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();
         let mut entries = Vec::new();
         let mut audit_events = Vec::new();
@@ -176,4 +176,115 @@ impl Service {
             version,
         })
     }
+}
+
+/// The page size of ListMyMatches when the request names none, and the largest served.
+const MY_MATCHES_DEFAULT: u32 = 20;
+const MY_MATCHES_MAX: u32 = 100;
+
+impl Service {
+    /// The caller's matches, newest activity first: each with the caller's seat, whether it
+    /// is awaited and until when. Needs a player token.
+    pub async fn list_my_matches(
+        &self,
+        caller: &Caller,
+        req: pb::ListMyMatchesRequest,
+    ) -> ApiResult<pb::ListMyMatchesResponse> {
+        let Some(player) = &caller.player else {
+            return Err(ApiError::Unauthenticated(
+                "ListMyMatches needs a player token: authorization: Bearer <JWT>".into(),
+            ));
+        };
+        let status = match pb::MatchStatus::try_from(req.status) {
+            Ok(pb::MatchStatus::Unspecified) => None,
+            Ok(pb::MatchStatus::Open) => Some(MatchStatus::Open),
+            Ok(pb::MatchStatus::Active) => Some(MatchStatus::Active),
+            Ok(pb::MatchStatus::Finished) => Some(MatchStatus::Finished),
+            Ok(pb::MatchStatus::Abandoned) => Some(MatchStatus::Abandoned),
+            Err(_) => return Err(ApiError::invalid(format!("unknown status {}", req.status))),
+        };
+        let limit = match req.limit {
+            0 => MY_MATCHES_DEFAULT,
+            n => n.min(MY_MATCHES_MAX),
+        };
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            limits::text("pageToken", &req.page_token, limits::MAX_PAGE_TOKEN)?;
+            Some(parse_activity_token(&req.page_token)?)
+        };
+        let records = self
+            .store
+            .player_matches(&missive_store::PlayerFilter {
+                account: player.id.clone(),
+                status,
+                limit,
+                after,
+            })
+            .await?;
+        let next_page_token = match records.last() {
+            Some(last) if records.len() == limit as usize => activity_token(last),
+            _ => String::new(),
+        };
+        let mut matches = Vec::with_capacity(records.len());
+        for record in records {
+            matches.push(self.my_match(record, &player.id).await?);
+        }
+        Ok(pb::ListMyMatchesResponse {
+            matches,
+            next_page_token,
+        })
+    }
+
+    /// One of a player's matches, from their seat: an active one is read through the cache
+    /// (loaded when absent) for whom it awaits and the deadlines.
+    async fn my_match(&self, record: MatchRecord, account: &str) -> ApiResult<pb::MyMatch> {
+        let seat = record
+            .seats
+            .iter()
+            .find(|s| s.account.as_deref() == Some(account))
+            .map(|s| s.seat)
+            .ok_or_else(|| ApiError::internal("a listed match without the player's seat"))?;
+        let game = self.games.get(&record.kind)?.clone();
+        let last_activity = Some(timestamp(record.updated_at));
+        let (your_turn, deadline) = if record.status == MatchStatus::Active {
+            let guard = self.current(record.id).await?;
+            let live = guard
+                .as_ref()
+                .ok_or_else(|| ApiError::internal("match not loaded"))?;
+            let awaited =
+                live.record.status == MatchStatus::Active && live.state().awaiting().contains(seat);
+            let deadline = live
+                .deadlines
+                .iter()
+                .find(|(s, _)| *s == seat)
+                .map(|(_, due)| timestamp(*due));
+            (awaited, deadline.filter(|_| awaited))
+        } else {
+            (false, None)
+        };
+        Ok(pb::MyMatch {
+            r#match: Some(self.info(&record, game.as_ref()).await?),
+            seat: seat.into(),
+            your_turn,
+            deadline,
+            last_activity,
+        })
+    }
+}
+
+/// The page token after `record`: its last activity in microseconds and its id.
+fn activity_token(record: &MatchRecord) -> String {
+    format!("{}_{}", record.updated_at.timestamp_micros(), record.id)
+}
+
+fn parse_activity_token(token: &str) -> ApiResult<(DateTime<Utc>, MatchId)> {
+    let bad = || ApiError::invalid("bad pageToken");
+    let (micros, id) = token.split_once('_').ok_or_else(bad)?;
+    let at = micros
+        .parse::<i64>()
+        .ok()
+        .and_then(DateTime::from_timestamp_micros)
+        .ok_or_else(bad)?;
+    Ok((at, parse_id(id).map_err(|_| bad())?))
 }

@@ -45,6 +45,12 @@ impl Service {
             fixed_deck: game.fixed_deck(&record.config),
             turn_timeout_secs: record.turn_timeout_secs,
             turn_reminder_secs: record.turn_reminder_secs,
+            invited_seats: record
+                .seats
+                .iter()
+                .filter(|s| s.invited)
+                .map(|s| s.seat.into())
+                .collect(),
             seed_commitment: hex::encode(record.seed_hash),
             seed,
             version: record.version,
@@ -184,6 +190,11 @@ impl Service {
                 })
                 .collect(),
             deal_at_start: creation.deal_at_start,
+            invited_seats: creation.invited.iter().map(|&s| s.into()).collect(),
+            rematch_of: creation
+                .rematch_of
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
         })
     }
 

@@ -77,6 +77,8 @@ impl Fixture {
             turn_reminder_secs: None,
             bots: Vec::new(),
             deal_at_start: true,
+            invited: Vec::new(),
+            rematch_of: None,
         });
         live.apply(&stored(id, 1, &created, None), &created, None)
             .expect("created");
@@ -109,6 +111,7 @@ impl Fixture {
     fn caller(&self, seat: u8) -> Caller {
         Caller {
             token: Some(self.tokens[usize::from(seat)].clone()),
+            player: None,
         }
     }
 
@@ -323,6 +326,7 @@ fn join<'a>(req: &'a pb::JoinMatchRequest, keys: &'a Keys) -> Join<'a> {
         id: MatchId::from_u128(7),
         req,
         player: &req.player,
+        account: None,
         request_id: None,
         stored_id: None,
         nonce: "nonce-1".into(),

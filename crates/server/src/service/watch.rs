@@ -30,7 +30,7 @@ impl Service {
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
         let record = self.store.get_match(id).await?;
-        let viewer = auth::viewer(&record, caller.token.as_deref(), req.seat, false)?;
+        let viewer = auth::viewer(&record, caller, req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();
         // The token held its seat at this version: a later leave of the seat ends the stream.
         let since = record.version;

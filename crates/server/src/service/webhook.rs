@@ -10,7 +10,7 @@ impl Service {
         id: MatchId,
     ) -> ApiResult<(MatchRecord, u8)> {
         let record = self.store.get_match(id).await?;
-        let Viewer::Seat(seat) = auth::viewer(&record, caller.token.as_deref(), None, true)? else {
+        let Viewer::Seat(seat) = auth::viewer(&record, caller, None, true)? else {
             unreachable!("a required token gives a seat")
         };
         Ok((record, seat))

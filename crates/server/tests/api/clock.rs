@@ -31,6 +31,7 @@ async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<S
             watch_recheck: Duration::from_secs(10),
             webhook_allow_private: false,
             clock: clock.clone(),
+            identity: None,
         },
     ));
     let mut stop = stop.clone();
@@ -61,12 +62,15 @@ async fn start_match(service: &Service, reminder: Option<u32>) -> (MatchId, Vec<
     let mut tokens = Vec::new();
     for seat in 0..2 {
         let joined = service
-            .join_match(pb::JoinMatchRequest {
-                match_id: created.match_id.clone(),
-                player: format!("player {seat}"),
-                seat: Some(seat),
-                ..Default::default()
-            })
+            .join_match(
+                &Caller::default(),
+                pb::JoinMatchRequest {
+                    match_id: created.match_id.clone(),
+                    player: format!("player {seat}"),
+                    seat: Some(seat),
+                    ..Default::default()
+                },
+            )
             .await
             .expect("join");
         tokens.push(joined.seat_token);
@@ -110,6 +114,7 @@ async fn view(service: &Service, id: MatchId, token: &str) -> pb::MatchView {
         .get_view(
             &Caller {
                 token: Some(token.to_owned()),
+                player: None,
             },
             pb::GetViewRequest {
                 match_id: id.to_string(),
@@ -274,6 +279,7 @@ async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(backend: 
         .set_webhook(
             &Caller {
                 token: Some(tokens[seat as usize].clone()),
+                player: None,
             },
             pb::SetWebhookRequest {
                 match_id: id.to_string(),

@@ -937,6 +937,8 @@ async fn a_match_stored_before_the_deal_moved_still_loads_plays_and_audits() {
                     player: Some("old".into()),
                     token_hash: Some(Sha256::digest(raw).into()),
                     bot: None,
+                    account: None,
+                    invited: false,
                 }],
                 turns: None,
                 notify: Vec::new(),

@@ -2,6 +2,7 @@
 //! (and, where a test must hold the clock, the service itself in this process).
 
 mod amori;
+mod authz;
 mod browser;
 mod cli;
 mod clock;
@@ -12,7 +13,9 @@ mod golden;
 mod grpc;
 mod helpers;
 mod http;
+mod invites;
 mod lopti;
+mod players;
 mod replicas;
 mod retries;
 mod telemetry;

@@ -267,16 +267,17 @@ const INSERT_EVENTS: &str =
     WHERE ";
 
 /// The status and seat changes of an append ([`UpdateValues`], then [`SeatColumns`] as `$17`
-/// to `$20`), applied only if `h` holds a row: the inserted events, or for an append without
+/// to `$20` and the seats' accounts as `$28`), applied only if `h` holds a row: the inserted events, or for an append without
 /// events the match row when its head is as expected and no event follows it.
 const UPDATE_MATCH: &str = "m AS (
         UPDATE matches SET updated_at = $13, status = COALESCE($14, status)
         WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
         RETURNING match_id
     ), s AS (
-        UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot
-        FROM m, UNNEST($17::smallint[], $18::text[], $19::bytea[], $20::text[])
-            AS s(seat, player, token_hash, bot)
+        UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot,
+            account = s.account
+        FROM m, UNNEST($17::smallint[], $18::text[], $19::bytea[], $20::text[], $28::text[])
+            AS s(seat, player, token_hash, bot, account)
         WHERE seats.match_id = m.match_id AND seats.seat = s.seat
     )";
 
@@ -429,6 +430,7 @@ async fn write(
                 update.turns.as_deref().unwrap_or_default(),
             ))
             .params(NotifyColumns { seat, body })
+            .value(SeatColumns::accounts(seats))
             .fetch_one(&pg.pool)
             .await
             .and_then(|row| {

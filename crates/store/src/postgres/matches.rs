@@ -6,7 +6,9 @@ use super::events::EventColumns;
 use super::turns::TurnColumns;
 use super::{Pg, db, is_unique_violation};
 use crate::rows::{Binds, MatchRow, MatchSeatRow, MatchValues, Params, SeatRow, hash32};
-use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, SeatRecord, StoreError, StoredEvent};
+use crate::{
+    MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
+};
 
 /// The match row with its head: `version` is the last event's seq (read backwards through the
 /// events primary key), and `updated_at` the later of the row's last write and that event's time.
@@ -16,9 +18,11 @@ const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.confi
     GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
     FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
         WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
-const SEAT_COLUMNS: &str = "match_id::text AS match_id, seat, player, token_hash, bot";
+const SEAT_COLUMNS: &str =
+    "match_id::text AS match_id, seat, player, token_hash, bot, account, invited";
 
-/// Seats to write, one array per column (`smallint[], text[], bytea[], text[]`).
+/// Seats to write, one array per column (`smallint[], text[], bytea[], text[]`). Their
+/// accounts are bound apart, as the statement's last parameter ([`SeatColumns::accounts`]).
 #[derive(Debug, Default)]
 pub(super) struct SeatColumns {
     seat: Vec<i16>,
@@ -38,6 +42,16 @@ impl SeatColumns {
         }
         c
     }
+
+    /// The seats' accounts (`text[]`), in the order of [`SeatColumns::new`].
+    pub(super) fn accounts(seats: &[SeatRecord]) -> Vec<Option<String>> {
+        seats.iter().map(|s| s.account.clone()).collect()
+    }
+
+    /// Whether each seat is held for an invited player (`boolean[]`), in the same order.
+    pub(super) fn invited(seats: &[SeatRecord]) -> Vec<bool> {
+        seats.iter().map(|s| s.invited).collect()
+    }
 }
 
 impl Params<Postgres> for SeatColumns {
@@ -51,8 +65,10 @@ impl Params<Postgres> for SeatColumns {
 }
 
 /// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
-/// start fills them (`$14`…, [`SeatColumns`]), its first pending turns (`$18`…,
-/// [`TurnColumns`], its `continuing` unused) and its first events (`$23`…, [`EventColumns`]). The new rows are
+/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$32` and invitations as `$33`),
+/// its first pending
+/// turns (`$18`…, [`TurnColumns`], its `continuing` unused) and its first events (`$23`…,
+/// [`EventColumns`]). The new rows are
 /// invisible to everyone else until it commits.
 const CREATE: &str = "WITH m AS (
         INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
@@ -61,11 +77,13 @@ const CREATE: &str = "WITH m AS (
         VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
         RETURNING match_id
     ), s AS (
-        INSERT INTO seats (match_id, seat, player, token_hash, bot)
-        SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot
+        INSERT INTO seats (match_id, seat, player, token_hash, bot, account, invited)
+        SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot, t.account,
+            COALESCE(t.invited, false)
         FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
-        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[])
-            AS t(seat, player, token_hash, bot) ON t.seat = g.seat
+        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $32::text[],
+                $33::boolean[])
+            AS t(seat, player, token_hash, bot, account, invited) ON t.seat = g.seat
     ), tn AS (
         INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
         SELECT m.match_id, t.seat, $11, t.due_at, t.bot, t.remind_at
@@ -96,6 +114,8 @@ pub(super) async fn create(
             m.start.turns.as_deref().unwrap_or_default(),
         ))
         .params(EventColumns::new(events)?)
+        .value(SeatColumns::accounts(&m.start.seats))
+        .value(SeatColumns::invited(&m.start.seats))
         .execute(&pg.pool)
         .await;
     match result {
@@ -118,7 +138,7 @@ pub(super) async fn read<'e>(
     id: MatchId,
 ) -> Result<MatchRecord, StoreError> {
     let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
-        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot
+        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot, s.account, s.invited
          FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
          LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
     ))
@@ -147,6 +167,7 @@ pub(super) async fn list(
         "{MATCH_SELECT}
          WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
            AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
+           AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)
          ORDER BY m.match_id LIMIT $4"
     ))
     .bind(filter.status.map(|s| s.as_str()))
@@ -156,6 +177,34 @@ pub(super) async fn list(
     .fetch_all(pool)
     .await
     .map_err(db)?;
+    with_seats(pool, rows).await
+}
+
+/// The matches the account holds a seat in (through `seats_account`), newest activity first.
+pub(super) async fn of_player(
+    pool: &PgPool,
+    filter: &PlayerFilter,
+) -> Result<Vec<MatchRecord>, StoreError> {
+    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+        "SELECT * FROM ({MATCH_SELECT}
+             WHERE m.match_id IN (SELECT match_id FROM seats WHERE account = $1)) m
+         WHERE ($2::text IS NULL OR m.status = $2)
+           AND ($3::timestamptz IS NULL OR (m.updated_at, m.match_id) < ($3, $4::text))
+         ORDER BY m.updated_at DESC, m.match_id DESC LIMIT $5"
+    ))
+    .bind(&filter.account)
+    .bind(filter.status.map(|s| s.as_str()))
+    .bind(filter.after.map(|(at, _)| at))
+    .bind(filter.after.map(|(_, id)| id.to_string()))
+    .bind(filter.effective_limit())
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    with_seats(pool, rows).await
+}
+
+/// The records of `rows`, with their seats read in one query.
+async fn with_seats(pool: &PgPool, rows: Vec<MatchRow>) -> Result<Vec<MatchRecord>, StoreError> {
     let ids: Vec<String> = rows.iter().map(|r| r.match_id.clone()).collect();
     let seats: Vec<SeatRow> = sqlx::query_as(&format!(
         "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = ANY($1::uuid[]) ORDER BY match_id, seat"

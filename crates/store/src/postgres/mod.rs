@@ -40,8 +40,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use crate::backend::{Answer, Backend};
 use crate::{
     Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Listener, Loaded, MatchFilter,
-    MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, Reminder, Snapshot, StoreError,
-    StoreOptions, StoredEvent, TurnRecord, Webhook,
+    MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PlayerFilter, Reminder, Snapshot,
+    StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
 };
 pub use batch::GroupCommit;
 
@@ -158,6 +158,10 @@ impl Backend for Pg {
 
     async fn list_matches(&self, filter: &MatchFilter) -> Answer<Vec<MatchRecord>> {
         matches::list(&self.pool, filter).await
+    }
+
+    async fn player_matches(&self, filter: &PlayerFilter) -> Answer<Vec<MatchRecord>> {
+        matches::of_player(&self.pool, filter).await
     }
 
     async fn server_key(&self, name: &str, candidate: [u8; 32]) -> Answer<Vec<u8>> {

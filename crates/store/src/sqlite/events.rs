@@ -116,11 +116,13 @@ pub(super) async fn append(
     insert(&mut tx, &stored).await?;
     for seat in &update.seats {
         sqlx::query(
-            "UPDATE seats SET player = ?, token_hash = ?, bot = ? WHERE match_id = ? AND seat = ?",
+            "UPDATE seats SET player = ?, token_hash = ?, bot = ?, account = ?
+             WHERE match_id = ? AND seat = ?",
         )
         .bind(seat.player.as_deref())
         .bind(seat.token_hash.map(|h| h.to_vec()))
         .bind(seat.bot.as_deref())
+        .bind(seat.account.as_deref())
         .bind(&key)
         .bind(i16::from(seat.seat))
         .execute(&mut *tx)

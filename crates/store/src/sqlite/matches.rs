@@ -4,11 +4,11 @@ use sqlx::{SqliteConnection, SqlitePool};
 
 use super::db;
 use crate::rows::{Binds, MatchRow, MatchValues, SeatRow, hash32};
-use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, StoreError, StoredEvent};
+use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, StoreError, StoredEvent};
 
 const MATCH_COLUMNS: &str = "match_id, kind, config, rules_version, seat_count, status, \
     seed_hash, turn_timeout_secs, turn_reminder_secs, created_at, updated_at, version";
-const SEAT_COLUMNS: &str = "match_id, seat, player, token_hash, bot";
+const SEAT_COLUMNS: &str = "match_id, seat, player, token_hash, bot, account, invited";
 
 pub(super) async fn create(
     pool: &SqlitePool,
@@ -36,13 +36,16 @@ pub(super) async fn create(
     for seat in 0..m.seat_count {
         let taken = m.start.seats.iter().find(|s| s.seat == seat);
         sqlx::query(
-            "INSERT INTO seats (match_id, seat, player, token_hash, bot) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO seats (match_id, seat, player, token_hash, bot, account, invited)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(i16::from(seat))
         .bind(taken.and_then(|s| s.player.as_deref()))
         .bind(taken.and_then(|s| s.token_hash.map(|h| h.to_vec())))
         .bind(taken.and_then(|s| s.bot.as_deref()))
+        .bind(taken.and_then(|s| s.account.as_deref()))
+        .bind(taken.is_some_and(|s| s.invited))
         .execute(&mut *tx)
         .await
         .map_err(db)?;
@@ -101,6 +104,7 @@ pub(super) async fn list(
         "SELECT {MATCH_COLUMNS} FROM matches
          WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR kind = ?2)
            AND (?3 IS NULL OR match_id > ?3)
+           AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = matches.match_id AND s.invited)
          ORDER BY match_id LIMIT ?4"
     ))
     .bind(filter.status.map(|s| s.as_str()))
@@ -110,6 +114,40 @@ pub(super) async fn list(
     .fetch_all(&mut *conn)
     .await
     .map_err(db)?;
+    with_seats(&mut conn, rows).await
+}
+
+/// The matches the account holds a seat in (through `seats_account`), newest activity first.
+/// `updated_at` is RFC 3339 text in UTC, written with the same formatting every time, which
+/// sorts as the times do.
+pub(super) async fn of_player(
+    pool: &SqlitePool,
+    filter: &PlayerFilter,
+) -> Result<Vec<MatchRecord>, StoreError> {
+    let mut conn = pool.acquire().await.map_err(db)?;
+    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
+        "SELECT {MATCH_COLUMNS} FROM matches
+         WHERE match_id IN (SELECT match_id FROM seats WHERE account = ?1)
+           AND (?2 IS NULL OR status = ?2)
+           AND (?3 IS NULL OR updated_at < ?3 OR (updated_at = ?3 AND match_id < ?4))
+         ORDER BY updated_at DESC, match_id DESC LIMIT ?5"
+    ))
+    .bind(&filter.account)
+    .bind(filter.status.map(|s| s.as_str()))
+    .bind(filter.after.map(|(at, _)| at))
+    .bind(filter.after.map(|(_, id)| id.to_string()))
+    .bind(filter.effective_limit())
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    with_seats(&mut conn, rows).await
+}
+
+/// The records of `rows`, with their seats read in one query.
+async fn with_seats(
+    conn: &mut SqliteConnection,
+    rows: Vec<MatchRow>,
+) -> Result<Vec<MatchRecord>, StoreError> {
     // One query for every listed match's seats: the ids go in as one JSON array.
     let ids: Vec<&str> = rows.iter().map(|r| r.match_id.as_str()).collect();
     let seats: Vec<SeatRow> = sqlx::query_as(&format!(

@@ -25,8 +25,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use crate::backend::{Answer, Backend};
 use crate::{
     Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Loaded, MatchFilter, MatchId,
-    MatchRecord, MatchUpdate, NewEvent, NewMatch, Reminder, Snapshot, StoreError, StoreOptions,
-    StoredEvent, TurnRecord, Webhook,
+    MatchRecord, MatchUpdate, NewEvent, NewMatch, PlayerFilter, Reminder, Snapshot, StoreError,
+    StoreOptions, StoredEvent, TurnRecord, Webhook,
 };
 
 /// How long a writer waits for the write lock before giving up with `Unavailable`.
@@ -93,6 +93,10 @@ impl Backend for Sqlite {
 
     async fn list_matches(&self, filter: &MatchFilter) -> Answer<Vec<MatchRecord>> {
         matches::list(&self.pool, filter).await
+    }
+
+    async fn player_matches(&self, filter: &PlayerFilter) -> Answer<Vec<MatchRecord>> {
+        matches::of_player(&self.pool, filter).await
     }
 
     async fn server_key(&self, name: &str, candidate: [u8; 32]) -> Answer<Vec<u8>> {
