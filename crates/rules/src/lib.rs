@@ -27,6 +27,7 @@ pub mod rng;
 pub mod testing;
 
 pub use crate::core::{
-    Audience, Game, GameError, Observation, Outcome, Seat, SeatSet, SetupError, Viewer,
+    Audience, Discard, Game, GameError, Observation, Outcome, Record, Seat, SeatSet, SetupError,
+    Viewer,
 };
 pub use crate::rng::{GameRng, Seed};
