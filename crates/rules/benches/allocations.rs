@@ -1,9 +1,10 @@
 //! Heap allocations per action of each engine, counted by a counting global allocator: on the
 //! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
-//! and in playouts (legal actions into a reused buffer, then `replay`).
+//! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's replay
+//! must allocate nothing; the run fails otherwise.
 //!
 //! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
-//! the machine; `cargo test -p missive-rules` runs it too).
+//! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
 
 mod common;
 
@@ -71,6 +72,7 @@ fn measure<G: Game>(config: &G::Config, seats: u8, pick: common::Pick<G>) -> Per
 
 fn main() {
     // Criterion's and cargo's arguments (`--bench`) are not for this binary.
+    let mut love_letter_replay = Vec::new();
     println!("allocations per action (replay | apply | playout)");
     for seats in [2, 4] {
         let ll = measure::<love_letter::LoveLetter>(
@@ -82,6 +84,7 @@ fn main() {
             "love_letter {seats}p: {:.3} | {:.3} | {:.3}",
             ll.replay, ll.apply, ll.playout
         );
+        love_letter_replay.push(ll.replay);
         let lo = measure::<lopti::Lopti>(&lopti::Config::default(), seats, common::lopti_progress);
         println!(
             "lopti {seats}p: {:.3} | {:.3} | {:.3}",
@@ -93,4 +96,8 @@ fn main() {
             am.replay, am.apply, am.playout
         );
     }
+    assert!(
+        love_letter_replay.iter().all(|a| *a == 0.0),
+        "Love Letter's replay allocated: {love_letter_replay:?} per action"
+    );
 }

@@ -20,6 +20,7 @@
 
 pub mod amori;
 mod core;
+mod fixed;
 pub mod lopti;
 pub mod love_letter;
 pub mod rng;
