@@ -191,6 +191,54 @@ pub trait GameError: std::error::Error + Clone + PartialEq + Send + Sync + 'stat
     fn code(&self) -> &'static str;
 }
 
+/// Where [`Game::apply_into`] puts the observations of an action: a `Vec` keeps them, [`Discard`]
+/// drops them. An engine asks [`Record::KEEPS`] (or calls [`Record::push_with`]) before building
+/// an observation, so a replay that throws them away does not pay for building them.
+pub trait Record<E> {
+    /// Whether pushed observations are kept.
+    const KEEPS: bool;
+
+    fn push(&mut self, observation: Observation<E>);
+
+    /// Room for `additional` more observations, where that means anything.
+    #[inline]
+    fn reserve(&mut self, _additional: usize) {}
+
+    /// Pushes what `make` builds, calling it only if observations are kept.
+    #[inline]
+    fn push_with(&mut self, make: impl FnOnce() -> Observation<E>) {
+        if Self::KEEPS {
+            self.push(make());
+        }
+    }
+}
+
+impl<E> Record<E> for Vec<Observation<E>> {
+    const KEEPS: bool = true;
+
+    #[inline]
+    fn push(&mut self, observation: Observation<E>) {
+        Vec::push(self, observation);
+    }
+
+    #[inline]
+    fn reserve(&mut self, additional: usize) {
+        Vec::reserve(self, additional);
+    }
+}
+
+/// A [`Record`] that keeps nothing: for replays, which need the state and not what the table
+/// was told.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Discard;
+
+impl<E> Record<E> for Discard {
+    const KEEPS: bool = false;
+
+    #[inline]
+    fn push(&mut self, _: Observation<E>) {}
+}
+
 /// A game's rules. Implementations are pure: `apply` validates and applies in one step, and on
 /// error leaves the state exactly as it was.
 pub trait Game:
@@ -264,12 +312,39 @@ pub trait Game:
     /// Every action `seat` may legally take now. Each one is accepted by `apply`.
     fn legal_actions(&self, seat: Seat) -> Vec<Self::Action>;
 
+    /// Every action `seat` may legally take now, appended to `out`: the same actions in the
+    /// same order as [`Game::legal_actions`], for callers that reuse one buffer.
+    fn legal_actions_into(&self, seat: Seat, out: &mut Vec<Self::Action>) {
+        out.extend(self.legal_actions(seat));
+    }
+
     /// Validate and apply. On `Err` the state is unchanged.
     fn apply(
         &mut self,
         seat: Seat,
         action: &Self::Action,
     ) -> Result<Vec<Observation<Self::Event>>, Self::Error>;
+
+    /// [`Game::apply`], with the observations pushed to `out` instead of returned: the same
+    /// observations in the same order, and none on `Err`. An engine overrides this to build
+    /// no observation when `out` keeps none.
+    fn apply_into<R: Record<Self::Event>>(
+        &mut self,
+        seat: Seat,
+        action: &Self::Action,
+        out: &mut R,
+    ) -> Result<(), Self::Error> {
+        for observation in self.apply(seat, action)? {
+            out.push(observation);
+        }
+        Ok(())
+    }
+
+    /// [`Game::apply`] for a replay, which needs only the state: the same state afterwards,
+    /// the same refusals, no observations.
+    fn replay(&mut self, seat: Seat, action: &Self::Action) -> Result<(), Self::Error> {
+        self.apply_into(seat, action, &mut Discard)
+    }
 
     /// What `viewer` may see now: a seat its own secrets and everything public; a spectator
     /// only what is public.

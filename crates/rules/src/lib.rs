@@ -20,6 +20,7 @@
 
 pub mod amori;
 mod core;
+mod fixed;
 pub mod lopti;
 pub mod love_letter;
 pub mod rng;
@@ -27,6 +28,7 @@ pub mod rng;
 pub mod testing;
 
 pub use crate::core::{
-    Audience, Game, GameError, Observation, Outcome, Seat, SeatSet, SetupError, Viewer,
+    Audience, Discard, Game, GameError, Observation, Outcome, Record, Seat, SeatSet, SetupError,
+    Viewer,
 };
 pub use crate::rng::{GameRng, Seed};

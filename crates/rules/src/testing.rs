@@ -20,7 +20,9 @@
 //! - a finished match has an outcome with a score per seat and at least one winner, no seat
 //!   has a legal action, and every seat's action is refused as `match-over`;
 //! - replaying the action log from setup gives the same observations and the same state,
-//!   JSON equal.
+//!   JSON equal, and so does replaying it with [`Game::replay`], which keeps no observations;
+//! - [`Game::legal_actions_into`] lists what [`Game::legal_actions`] lists, and
+//!   [`Game::replay`] accepts and refuses what [`Game::apply`] does, changing the state alike.
 //!
 //! Every match is driven by [`GameRng`] from fixed seeds, so a failure names the config
 //! index, the seat count and the seed that reproduce it.
@@ -242,6 +244,14 @@ fn check_awaiting<G: Game>(state: &G, ctx: &str) {
 fn deep_checks<F: Fixture>(fixture: &F, plan: &Plan, state: &F::G, rng: &mut GameRng, ctx: &str) {
     let seats = state.seats();
     for seat in 0..seats {
+        // Appended to what the buffer holds, the same actions in the same order.
+        let legal = state.legal_actions(seat);
+        let mut buffer = legal.clone();
+        state.legal_actions_into(seat, &mut buffer);
+        assert!(
+            buffer.len() == 2 * legal.len() && buffer[legal.len()..] == legal[..],
+            "{ctx}: seat {seat}'s legal_actions_into differs from legal_actions"
+        );
         for action in state.legal_actions(seat) {
             round_trip(&action, ctx);
             let mut copy = state.clone();
@@ -258,7 +268,19 @@ fn deep_checks<F: Fixture>(fixture: &F, plan: &Plan, state: &F::G, rng: &mut Gam
         let action = fixture.arbitrary_action(state, rng);
         let listed = seat < seats && state.legal_actions(seat).contains(&action);
         let mut copy = state.clone();
-        match copy.apply(seat, &action) {
+        let mut quiet = state.clone();
+        let replayed = quiet.replay(seat, &action);
+        let applied = copy.apply(seat, &action);
+        assert_eq!(
+            replayed.as_ref().err(),
+            applied.as_ref().err(),
+            "{ctx}: replay and apply of seat {seat}'s {action:?} disagree"
+        );
+        assert_eq!(
+            quiet, copy,
+            "{ctx}: replay and apply of seat {seat}'s {action:?} left different states"
+        );
+        match applied {
             Ok(obs) => {
                 assert!(
                     listed || fixture.may_accept_unlisted(&action),
@@ -408,7 +430,22 @@ fn play<F: Fixture>(
         );
     }
 
-    // The same config, seed and actions give the same observations and the same state.
+    // The same config, seed and actions give the same state when replayed without
+    // observations...
+    let mut quiet = start.clone();
+    for (step, (seat, action, _)) in log.iter().enumerate() {
+        quiet.replay(*seat, action).unwrap_or_else(|e| {
+            panic!("{ctx}: quiet replay of step {step}, {action:?}, refused: {e}")
+        });
+    }
+    assert_eq!(
+        json(&quiet),
+        json(&state),
+        "{ctx}: the quiet replay ended elsewhere"
+    );
+    assert_eq!(quiet, state, "{ctx}");
+
+    // ...and the same observations and the same state with them.
     let mut replay = start;
     assert_eq!(
         replay.setup_observations(),

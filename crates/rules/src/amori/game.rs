@@ -11,7 +11,9 @@ use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::{Audience, Game, Observation, Outcome, Seat, SeatSet, SetupError, Viewer};
+use crate::core::{
+    Audience, Game, Observation, Outcome, Record, Seat, SeatSet, SetupError, Viewer,
+};
 use crate::rng::{GameRng, Seed};
 
 use super::cards::{CardId, DaughterId, EventCardId, GentlemanId};
@@ -326,6 +328,17 @@ impl Game for Amori {
     }
 
     fn apply(&mut self, seat: Seat, action: &Action) -> Result<Obs, Error> {
+        let mut obs = Vec::new();
+        self.apply_into(seat, action, &mut obs)?;
+        Ok(obs)
+    }
+
+    fn apply_into<R: Record<Event>>(
+        &mut self,
+        seat: Seat,
+        action: &Action,
+        obs: &mut R,
+    ) -> Result<(), Error> {
         if seat >= self.seats {
             return Err(Error::NoSuchSeat(seat));
         }
@@ -338,9 +351,7 @@ impl Game for Amori {
         // Every arm of `act` finishes its checks before it changes anything, so a refusal
         // leaves the state untouched without the cost of working on a copy (the property
         // tests try refused actions throughout random games and compare states).
-        let mut obs = Vec::new();
-        self.act(seat, action, &mut obs)?;
-        Ok(obs)
+        self.act(seat, action, obs)
     }
 
     fn view(&self, viewer: Viewer) -> View {

@@ -24,7 +24,7 @@ use super::types::{
     Action, Ballot, BurnCause, Config, Event, MAX_HANDS, PhaseView, Proposal, SeatView, Source,
     Throw, View, VoteResult,
 };
-use crate::core::{Game, Observation, Outcome, Seat, SeatSet, SetupError, Viewer};
+use crate::core::{Game, Observation, Outcome, Record, Seat, SeatSet, SetupError, Viewer};
 use crate::rng::{GameRng, Seed};
 
 type Obs = Vec<Observation<Event>>;
@@ -342,6 +342,17 @@ impl Game for Lopti {
     }
 
     fn apply(&mut self, seat: Seat, action: &Action) -> Result<Obs, Error> {
+        let mut out = Vec::new();
+        self.apply_into(seat, action, &mut out)?;
+        Ok(out)
+    }
+
+    fn apply_into<R: Record<Event>>(
+        &mut self,
+        seat: Seat,
+        action: &Action,
+        out: &mut R,
+    ) -> Result<(), Error> {
         if seat >= self.seat_count {
             return Err(Error::NoSuchSeat(seat));
         }
@@ -350,9 +361,7 @@ impl Game for Lopti {
         }
         // Every refusal in `act` happens before its first change to the state, so a refused
         // action leaves the state as it was without working on a copy.
-        let mut out = Vec::new();
-        self.act(seat, action, &mut out)?;
-        Ok(out)
+        self.act(seat, action, out)
     }
 
     fn outcome(&self) -> Option<Outcome> {
@@ -600,7 +609,12 @@ impl Lopti {
 
     // ---- acting -------------------------------------------------------------------------
 
-    fn act(&mut self, seat: Seat, action: &Action, out: &mut Obs) -> Result<(), Error> {
+    fn act(
+        &mut self,
+        seat: Seat,
+        action: &Action,
+        out: &mut impl Record<Event>,
+    ) -> Result<(), Error> {
         if let Action::CancelRule { rule } = action {
             return self.cancel_rule(seat, *rule, out);
         }

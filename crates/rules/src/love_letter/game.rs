@@ -7,18 +7,33 @@ use serde::{Deserialize, Serialize};
 use super::cards::{CardId, Edition, Role};
 use super::error::Error;
 use super::types::{Action, Config, Event, PlayerView, RoundEnd, RoundResult, TokenReason, View};
-use crate::{Game, GameRng, Observation, Outcome, Seat, SeatSet, Seed, SetupError, Viewer};
+use crate::fixed::{Blank, FixedVec};
+use crate::{
+    Discard, Game, GameRng, Observation, Outcome, Record, Seat, SeatSet, Seed, SetupError, Viewer,
+};
 
 type Obs = Vec<Observation<Event>>;
+
+/// Cards kept inline: the state has a bound for each list (a hand holds at most three, the
+/// whole deck is 21 cards), so playing never allocates.
+type Cards<const N: usize> = FixedVec<CardId, N>;
+/// Every card of the largest edition.
+const DECK: usize = 21;
+/// The most seats of any edition.
+const MAX_SEATS: usize = 6;
+
+impl Blank for CardId {
+    const BLANK: Self = CardId::ALL[0];
+}
 
 /// One seat's part of the state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Player {
     /// One card between turns, two on one's own turn, up to three during a Chancellor choice
     /// (the card held before, then the drawn ones). Empty once out.
-    hand: Vec<CardId>,
+    hand: Cards<3>,
     /// Played and discarded cards this round, in order.
-    played: Vec<CardId>,
+    played: Cards<DECK>,
     out: bool,
     protected: bool,
     tokens: u8,
@@ -35,15 +50,71 @@ pub struct LoveLetter {
     turn: Seat,
     players: Vec<Player>,
     /// The draw pile; its top is the *last* element, so drawing is a pop.
-    deck: Vec<CardId>,
+    deck: Cards<DECK>,
     /// The face-down card set aside at the start of the round, until a Prince draws it.
     set_aside: Option<CardId>,
     /// The three open cards of a 2-player round.
-    face_up: Vec<CardId>,
+    face_up: Cards<DECK>,
     /// While the current player chooses after a Chancellor: how many cards it drew (1 or 2).
     chancellor: u8,
-    last_round: Option<RoundResult>,
+    last_round: Option<LastRound>,
     winners: Option<SeatSet>,
+}
+
+/// The last round's [`RoundResult`], kept inline; it reads and writes as one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "RoundResult", try_from = "RoundResult")]
+struct LastRound {
+    round: u32,
+    reason: RoundEnd,
+    hands: FixedVec<Option<CardId>, MAX_SEATS>,
+    set_aside: Option<CardId>,
+    winners: SeatSet,
+    spy_bonus: Option<Seat>,
+    tokens: FixedVec<u8, MAX_SEATS>,
+}
+
+impl From<&LastRound> for RoundResult {
+    fn from(last: &LastRound) -> Self {
+        RoundResult {
+            round: last.round,
+            reason: last.reason,
+            hands: last.hands.to_vec(),
+            set_aside: last.set_aside,
+            winners: last.winners,
+            spy_bonus: last.spy_bonus,
+            tokens: last.tokens.to_vec(),
+        }
+    }
+}
+
+impl From<LastRound> for RoundResult {
+    fn from(last: LastRound) -> Self {
+        RoundResult::from(&last)
+    }
+}
+
+impl TryFrom<RoundResult> for LastRound {
+    type Error = String;
+
+    fn try_from(result: RoundResult) -> Result<Self, String> {
+        if result.hands.len() > MAX_SEATS || result.tokens.len() > MAX_SEATS {
+            return Err(format!("a round result of more than {MAX_SEATS} seats"));
+        }
+        let mut hands = FixedVec::new();
+        hands.extend_from_slice(&result.hands);
+        let mut tokens = FixedVec::new();
+        tokens.extend_from_slice(&result.tokens);
+        Ok(LastRound {
+            round: result.round,
+            reason: result.reason,
+            hands,
+            set_aside: result.set_aside,
+            winners: result.winners,
+            spy_bonus: result.spy_bonus,
+            tokens,
+        })
+    }
 }
 
 /// Whom a card chooses.
@@ -111,7 +182,7 @@ impl LoveLetter {
                 .any(|c| matches!(c.role(), Role::King | Role::Prince))
     }
 
-    fn deal_round(&mut self, first: Seat, order: &[CardId], obs: &mut Obs) {
+    fn deal_round<R: Record<Event>>(&mut self, first: Seat, order: &[CardId], obs: &mut R) {
         self.round += 1;
         for p in &mut self.players {
             p.hand.clear();
@@ -124,7 +195,9 @@ impl LoveLetter {
         self.set_aside = cards.next();
         self.face_up.clear();
         if n == 2 {
-            self.face_up.extend(cards.by_ref().take(3));
+            for card in cards.by_ref().take(3) {
+                self.face_up.push(card);
+            }
         }
         for i in 0..n {
             let seat = (first + i) % n;
@@ -133,43 +206,52 @@ impl LoveLetter {
             }
         }
         self.deck.clear();
-        self.deck.extend(cards.rev());
+        for card in cards.rev() {
+            self.deck.push(card);
+        }
         self.chancellor = 0;
-        obs.push(Observation::public(Event::RoundStarted {
-            round: self.round,
-            first_player: first,
-            face_up: self.face_up.clone(),
-        }));
-        for seat in 0..n {
-            if let Some(&card) = self.players[seat as usize].hand.first() {
-                obs.push(Observation::to_seat(seat, Event::Dealt { seat, card }));
+        if R::KEEPS {
+            obs.push(Observation::public(Event::RoundStarted {
+                round: self.round,
+                first_player: first,
+                face_up: self.face_up.to_vec(),
+            }));
+            for seat in 0..n {
+                if let Some(&card) = self.players[seat as usize].hand.first() {
+                    obs.push(Observation::to_seat(seat, Event::Dealt { seat, card }));
+                }
             }
         }
         self.start_turn(first, obs);
     }
 
-    fn start_turn(&mut self, seat: Seat, obs: &mut Obs) {
+    fn start_turn<R: Record<Event>>(&mut self, seat: Seat, obs: &mut R) {
         self.turn = seat;
         let player = &mut self.players[seat as usize];
         player.protected = false;
-        obs.push(Observation::public(Event::TurnStarted { seat }));
+        obs.push_with(|| Observation::public(Event::TurnStarted { seat }));
         if let Some(card) = self.deck.pop() {
             player.hand.push(card);
-            obs.push(Observation::to_seat(seat, Event::Drew { seat, card }));
+            obs.push_with(|| Observation::to_seat(seat, Event::Drew { seat, card }));
         }
     }
 
-    fn eliminate(&mut self, seat: Seat, obs: &mut Obs) {
+    fn eliminate<R: Record<Event>>(&mut self, seat: Seat, obs: &mut R) {
         let player = &mut self.players[seat as usize];
         player.out = true;
         player.protected = false;
-        // Drained rather than taken, so the hand keeps its allocation for the next round.
-        let discarded: Vec<CardId> = player.hand.drain(..).collect();
+        let discarded = player.hand;
+        player.hand.clear();
         player.played.extend_from_slice(&discarded);
-        obs.push(Observation::public(Event::PlayerOut { seat, discarded }));
+        obs.push_with(|| {
+            Observation::public(Event::PlayerOut {
+                seat,
+                discarded: discarded.to_vec(),
+            })
+        });
     }
 
-    fn end_turn(&mut self, obs: &mut Obs) {
+    fn end_turn<R: Record<Event>>(&mut self, obs: &mut R) {
         let n = self.seat_count();
         let in_count = self.players.iter().filter(|p| !p.out).count();
         if in_count <= 1 {
@@ -185,7 +267,7 @@ impl LoveLetter {
         }
     }
 
-    fn end_round(&mut self, reason: RoundEnd, obs: &mut Obs) {
+    fn end_round<R: Record<Event>>(&mut self, reason: RoundEnd, obs: &mut R) {
         let n = self.seat_count();
         // Results, tokens, the next deal and the next turn: room for all of it at once.
         obs.reserve(8 + 2 * n as usize);
@@ -225,48 +307,45 @@ impl LoveLetter {
         for p in &mut self.players {
             p.protected = false;
         }
-        // The previous result's vectors are reused: replays end a round every few actions.
-        let mut result = self.last_round.take().unwrap_or_else(|| RoundResult {
-            round: 0,
+        let mut result = LastRound {
+            round: self.round,
             reason,
-            hands: Vec::with_capacity(n as usize),
-            set_aside: None,
+            hands: FixedVec::new(),
+            set_aside: self.set_aside,
             winners,
             spy_bonus,
-            tokens: Vec::with_capacity(n as usize),
-        });
-        result.round = self.round;
-        result.reason = reason;
-        result.set_aside = self.set_aside;
-        result.winners = winners;
-        result.spy_bonus = spy_bonus;
-        result.hands.clear();
-        result
-            .hands
-            .extend(self.players.iter().map(|p| match reason {
+            tokens: FixedVec::new(),
+        };
+        for p in &self.players {
+            result.hands.push(match reason {
                 RoundEnd::DeckEmpty if !p.out => p.hand.first().copied(),
                 _ => None,
-            }));
-        result.tokens.clear();
-        result.tokens.extend(self.players.iter().map(|p| p.tokens));
-        obs.push(Observation::public(Event::RoundEnded(result.clone())));
-        // Token events carry running totals: a spy-bonus winner shows its win, then its bonus.
-        for seat in winners.iter() {
-            let bonus = u8::from(spy_bonus == Some(seat));
-            let total = self.players[seat as usize].tokens - bonus;
-            obs.push(Observation::public(Event::TokenGained {
-                seat,
-                reason: TokenReason::RoundWin,
-                total,
-            }));
+            });
+            result.tokens.push(p.tokens);
         }
-        if let Some(seat) = spy_bonus {
-            let total = self.players[seat as usize].tokens;
-            obs.push(Observation::public(Event::TokenGained {
-                seat,
-                reason: TokenReason::SpyBonus,
-                total,
-            }));
+        if R::KEEPS {
+            obs.push(Observation::public(Event::RoundEnded(RoundResult::from(
+                &result,
+            ))));
+            // Token events carry running totals: a spy-bonus winner shows its win, then its
+            // bonus.
+            for seat in winners.iter() {
+                let bonus = u8::from(spy_bonus == Some(seat));
+                let total = self.players[seat as usize].tokens - bonus;
+                obs.push(Observation::public(Event::TokenGained {
+                    seat,
+                    reason: TokenReason::RoundWin,
+                    total,
+                }));
+            }
+            if let Some(seat) = spy_bonus {
+                let total = self.players[seat as usize].tokens;
+                obs.push(Observation::public(Event::TokenGained {
+                    seat,
+                    reason: TokenReason::SpyBonus,
+                    total,
+                }));
+            }
         }
         self.last_round = Some(result);
 
@@ -276,11 +355,12 @@ impl LoveLetter {
             .collect();
         if !champions.is_empty() {
             self.winners = Some(champions);
-            let tokens = self.players.iter().map(|p| p.tokens).collect();
-            obs.push(Observation::public(Event::MatchEnded {
-                winners: champions,
-                tokens,
-            }));
+            obs.push_with(|| {
+                Observation::public(Event::MatchEnded {
+                    winners: champions,
+                    tokens: self.players.iter().map(|p| p.tokens).collect(),
+                })
+            });
             return;
         }
         // The round's winner starts the next; after a tie the seed picks one of the tied.
@@ -360,13 +440,13 @@ impl LoveLetter {
         Ok(())
     }
 
-    fn play(
+    fn play<R: Record<Event>>(
         &mut self,
         seat: Seat,
         card: CardId,
         target: Option<Seat>,
         guess: Option<Role>,
-        obs: &mut Obs,
+        obs: &mut R,
     ) {
         let s = seat as usize;
         let player = &mut self.players[s];
@@ -374,15 +454,17 @@ impl LoveLetter {
             player.hand.remove(i);
         }
         player.played.push(card);
-        obs.push(Observation::public(Event::Played {
-            seat,
-            card,
-            target,
-            guess,
-        }));
+        obs.push_with(|| {
+            Observation::public(Event::Played {
+                seat,
+                card,
+                target,
+                guess,
+            })
+        });
         let role = card.role();
         if target.is_none() && targeting(role) != Targeting::Nobody {
-            obs.push(Observation::public(Event::NoEffect { seat, card }));
+            obs.push_with(|| Observation::public(Event::NoEffect { seat, card }));
             self.end_turn(obs);
             return;
         }
@@ -396,12 +478,14 @@ impl LoveLetter {
                         .hand
                         .first()
                         .is_some_and(|c| c.role() == g);
-                    obs.push(Observation::public(Event::GuardGuess {
-                        seat,
-                        target: t,
-                        guess: g,
-                        hit,
-                    }));
+                    obs.push_with(|| {
+                        Observation::public(Event::GuardGuess {
+                            seat,
+                            target: t,
+                            guess: g,
+                            hit,
+                        })
+                    });
                     if hit {
                         self.eliminate(t, obs);
                     }
@@ -411,14 +495,16 @@ impl LoveLetter {
                 if let Some(t) = target
                     && let Some(&seen) = self.players[t as usize].hand.first()
                 {
-                    obs.push(Observation::to_seat(
-                        seat,
-                        Event::PriestSaw {
+                    obs.push_with(|| {
+                        Observation::to_seat(
                             seat,
-                            target: t,
-                            card: seen,
-                        },
-                    ));
+                            Event::PriestSaw {
+                                seat,
+                                target: t,
+                                card: seen,
+                            },
+                        )
+                    });
                 }
             }
             Role::Baron => {
@@ -434,16 +520,18 @@ impl LoveLetter {
                         std::cmp::Ordering::Equal => None,
                     };
                     let both: SeatSet = [seat, t].into_iter().collect();
-                    obs.push(Observation::to_seats(
-                        both,
-                        Event::BaronCompared {
-                            seat,
-                            target: t,
-                            seat_card: mine,
-                            target_card: theirs,
-                            loser,
-                        },
-                    ));
+                    obs.push_with(|| {
+                        Observation::to_seats(
+                            both,
+                            Event::BaronCompared {
+                                seat,
+                                target: t,
+                                seat_card: mine,
+                                target_card: theirs,
+                                loser,
+                            },
+                        )
+                    });
                     if let Some(loser) = loser {
                         self.eliminate(loser, obs);
                     }
@@ -459,37 +547,44 @@ impl LoveLetter {
                     self.players[s].hand[0] = theirs;
                     self.players[t as usize].hand[0] = mine;
                     let both: SeatSet = [seat, t].into_iter().collect();
-                    obs.push(Observation::to_seats(
-                        both,
-                        Event::KingTraded {
-                            seat,
-                            target: t,
-                            seat_gave: mine,
-                            target_gave: theirs,
-                        },
-                    ));
+                    obs.push_with(|| {
+                        Observation::to_seats(
+                            both,
+                            Event::KingTraded {
+                                seat,
+                                target: t,
+                                seat_gave: mine,
+                                target_gave: theirs,
+                            },
+                        )
+                    });
                 }
             }
             Role::Prince => {
                 if let Some(t) = target {
                     let victim = &mut self.players[t as usize];
-                    let discarded: Vec<CardId> = victim.hand.drain(..).collect();
+                    let discarded = victim.hand;
+                    victim.hand.clear();
                     victim.played.extend_from_slice(&discarded);
-                    for &c in &discarded {
-                        obs.push(Observation::public(Event::PrinceDiscarded {
-                            seat,
-                            target: t,
-                            card: c,
-                        }));
+                    for &c in discarded.iter() {
+                        obs.push_with(|| {
+                            Observation::public(Event::PrinceDiscarded {
+                                seat,
+                                target: t,
+                                card: c,
+                            })
+                        });
                     }
                     if discarded.iter().any(|c| c.role() == Role::Princess) {
                         // Out at once; the Princess does nothing more and no card is drawn.
                         victim.out = true;
                         victim.protected = false;
-                        obs.push(Observation::public(Event::PlayerOut {
-                            seat: t,
-                            discarded: Vec::new(),
-                        }));
+                        obs.push_with(|| {
+                            Observation::public(Event::PlayerOut {
+                                seat: t,
+                                discarded: Vec::new(),
+                            })
+                        });
                     } else {
                         let (new, from_set_aside) = match self.deck.pop() {
                             Some(c) => (Some(c), false),
@@ -497,14 +592,16 @@ impl LoveLetter {
                         };
                         if let Some(c) = new {
                             self.players[t as usize].hand.push(c);
-                            obs.push(Observation::to_seat(
-                                t,
-                                Event::PrinceDrew {
-                                    target: t,
-                                    card: c,
-                                    from_set_aside,
-                                },
-                            ));
+                            obs.push_with(|| {
+                                Observation::to_seat(
+                                    t,
+                                    Event::PrinceDrew {
+                                        target: t,
+                                        card: c,
+                                        from_set_aside,
+                                    },
+                                )
+                            });
                         }
                     }
                 }
@@ -512,16 +609,26 @@ impl LoveLetter {
             Role::Chancellor => {
                 let n = self.deck.len().min(2);
                 if n == 0 {
-                    obs.push(Observation::public(Event::NoEffect { seat, card }));
+                    obs.push_with(|| Observation::public(Event::NoEffect { seat, card }));
                 } else {
-                    let at = self.deck.len() - n;
-                    let drawn: Vec<CardId> = self.deck.drain(at..).rev().collect();
+                    // The top card first, then the one under it.
+                    let mut drawn = Cards::<2>::new();
+                    for _ in 0..n {
+                        if let Some(c) = self.deck.pop() {
+                            drawn.push(c);
+                        }
+                    }
                     self.players[s].hand.extend_from_slice(&drawn);
                     self.chancellor = n as u8;
-                    obs.push(Observation::to_seat(
-                        seat,
-                        Event::ChancellorDrew { seat, cards: drawn },
-                    ));
+                    obs.push_with(|| {
+                        Observation::to_seat(
+                            seat,
+                            Event::ChancellorDrew {
+                                seat,
+                                cards: drawn.to_vec(),
+                            },
+                        )
+                    });
                     // The turn goes on with the choice of what to keep.
                     return;
                 }
@@ -549,7 +656,7 @@ impl LoveLetter {
         Ok(())
     }
 
-    fn keep(&mut self, seat: Seat, keep: CardId, bottom: &[CardId], obs: &mut Obs) {
+    fn keep<R: Record<Event>>(&mut self, seat: Seat, keep: CardId, bottom: &[CardId], obs: &mut R) {
         let hand = &mut self.players[seat as usize].hand;
         hand.clear();
         hand.push(keep);
@@ -558,18 +665,22 @@ impl LoveLetter {
             self.deck.insert(0, c);
         }
         self.chancellor = 0;
-        obs.push(Observation::to_seat(
-            seat,
-            Event::ChancellorKept {
+        obs.push_with(|| {
+            Observation::to_seat(
                 seat,
-                kept: keep,
-                bottom: bottom.to_vec(),
-            },
-        ));
-        obs.push(Observation::public(Event::ChancellorReturned {
-            seat,
-            count: bottom.len() as u8,
-        }));
+                Event::ChancellorKept {
+                    seat,
+                    kept: keep,
+                    bottom: bottom.to_vec(),
+                },
+            )
+        });
+        obs.push_with(|| {
+            Observation::public(Event::ChancellorReturned {
+                seat,
+                count: bottom.len() as u8,
+            })
+        });
         self.end_turn(obs);
     }
 
@@ -653,14 +764,14 @@ impl Game for LoveLetter {
             round: 0,
             turn: first,
             players: vec![Player::default(); seats as usize],
-            deck: Vec::with_capacity(cards.len()),
+            deck: Cards::new(),
             set_aside: None,
-            face_up: Vec::new(),
+            face_up: Cards::new(),
             chancellor: 0,
             last_round: None,
             winners: None,
         };
-        game.deal_round(first, &order, &mut Vec::new());
+        game.deal_round(first, &order, &mut Discard);
         Ok(game)
     }
 
@@ -670,7 +781,7 @@ impl Game for LoveLetter {
         let mut obs = vec![Observation::public(Event::RoundStarted {
             round: self.round,
             first_player: self.turn,
-            face_up: self.face_up.clone(),
+            face_up: self.face_up.to_vec(),
         })];
         for seat in 0..self.seat_count() {
             if let Some(&card) = self.players[seat as usize].hand.first() {
@@ -701,22 +812,27 @@ impl Game for LoveLetter {
     }
 
     fn legal_actions(&self, seat: Seat) -> Vec<Action> {
+        let mut out = Vec::new();
+        self.legal_actions_into(seat, &mut out);
+        out
+    }
+
+    fn legal_actions_into(&self, seat: Seat, out: &mut Vec<Action>) {
         if self.over() || seat != self.turn || seat >= self.seat_count() {
-            return Vec::new();
+            return;
         }
         let hand = &self.players[seat as usize].hand;
-        let mut out = Vec::new();
         if self.chancellor > 0 {
             for (i, &keep) in hand.iter().enumerate() {
-                let rest: Vec<CardId> = hand
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .map(|(_, c)| *c)
-                    .collect();
+                let mut rest = Cards::<2>::new();
+                for (j, &c) in hand.iter().enumerate() {
+                    if j != i {
+                        rest.push(c);
+                    }
+                }
                 out.push(Action::ChancellorKeep {
                     keep,
-                    bottom: rest.clone(),
+                    bottom: rest.to_vec(),
                 });
                 if rest.len() == 2 {
                     out.push(Action::ChancellorKeep {
@@ -725,21 +841,31 @@ impl Game for LoveLetter {
                     });
                 }
             }
-            return out;
+            return;
         }
-        let mut cards = hand.clone();
+        let mut cards = *hand;
         cards.sort();
         let forced = Self::countess_forced(&cards);
-        for card in cards {
+        for &card in cards.iter() {
             if forced && card.role() != Role::Countess {
                 continue;
             }
-            self.push_plays(seat, card, &mut out);
+            self.push_plays(seat, card, out);
         }
-        out
     }
 
     fn apply(&mut self, seat: Seat, action: &Action) -> Result<Obs, Error> {
+        let mut obs = Vec::with_capacity(8);
+        self.apply_into(seat, action, &mut obs)?;
+        Ok(obs)
+    }
+
+    fn apply_into<R: Record<Event>>(
+        &mut self,
+        seat: Seat,
+        action: &Action,
+        obs: &mut R,
+    ) -> Result<(), Error> {
         if self.over() {
             return Err(Error::MatchOver);
         }
@@ -749,7 +875,6 @@ impl Game for LoveLetter {
         if seat != self.turn {
             return Err(Error::NotYourTurn);
         }
-        let mut obs = Vec::with_capacity(8);
         match action {
             Action::Play {
                 card,
@@ -760,17 +885,17 @@ impl Game for LoveLetter {
                     return Err(Error::ChancellorChoicePending);
                 }
                 self.validate_play(seat, *card, *target, *guess)?;
-                self.play(seat, *card, *target, *guess, &mut obs);
+                self.play(seat, *card, *target, *guess, obs);
             }
             Action::ChancellorKeep { keep, bottom } => {
                 if self.chancellor == 0 {
                     return Err(Error::NoChancellorChoice);
                 }
                 self.validate_keep(seat, *keep, bottom)?;
-                self.keep(seat, *keep, bottom, &mut obs);
+                self.keep(seat, *keep, bottom, obs);
             }
         }
-        Ok(obs)
+        Ok(())
     }
 
     fn view(&self, viewer: Viewer) -> View {
@@ -784,7 +909,7 @@ impl Game for LoveLetter {
                 let split = p.hand.len().saturating_sub(self.chancellor as usize);
                 (p.hand[..split].to_vec(), Some(p.hand[split..].to_vec()))
             }
-            Some(p) => (p.hand.clone(), None),
+            Some(p) => (p.hand.to_vec(), None),
             None => (Vec::new(), None),
         };
         View {
@@ -797,7 +922,7 @@ impl Game for LoveLetter {
                 .enumerate()
                 .map(|(seat, p)| PlayerView {
                     seat: seat as Seat,
-                    played: p.played.clone(),
+                    played: p.played.to_vec(),
                     out: p.out,
                     protected: p.protected,
                     tokens: p.tokens,
@@ -805,12 +930,12 @@ impl Game for LoveLetter {
                 })
                 .collect(),
             deck_count: self.deck.len() as u8,
-            face_up: self.face_up.clone(),
+            face_up: self.face_up.to_vec(),
             round: self.round,
             turn: (!self.over()).then_some(self.turn),
             chancellor_choice,
             tokens_to_win: tokens_to_win(self.seat_count()),
-            last_round: self.last_round.clone(),
+            last_round: self.last_round.as_ref().map(RoundResult::from),
             winners: self.winners,
         }
     }

@@ -6,7 +6,7 @@ use super::*;
 impl Amori {
     /// Marry every daughter who qualifies, for every seat. A daughter qualifying for several
     /// gentlemen at once marries the one worth the most VP (the first in the table on a tie).
-    pub(super) fn check_marriages(&mut self, obs: &mut Obs) {
+    pub(super) fn check_marriages(&mut self, obs: &mut impl Record<Event>) {
         for seat in 0..self.seats {
             let Some(d) = &self.player(seat).active else {
                 continue;
@@ -36,7 +36,7 @@ impl Amori {
         }
     }
 
-    pub(super) fn marry(&mut self, seat: Seat, husband: GentlemanId, obs: &mut Obs) {
+    pub(super) fn marry(&mut self, seat: Seat, husband: GentlemanId, obs: &mut impl Record<Event>) {
         let player = self.player_mut(seat);
         let Some(bride) = player.active.take() else {
             return;
@@ -105,7 +105,7 @@ impl Amori {
 
     /// The current player draws an event card, which ends the turn (after a discard if over
     /// the hand limit).
-    pub(super) fn end_turn(&mut self, obs: &mut Obs) {
+    pub(super) fn end_turn(&mut self, obs: &mut impl Record<Event>) {
         let seat = self.current;
         if self.event_deck.is_empty() && !self.event_discard.is_empty() {
             self.event_deck = std::mem::take(&mut self.event_discard);
@@ -131,7 +131,7 @@ impl Amori {
 
     /// Pass the turn clockwise, skipping players with no daughter in play; after the final
     /// round (back at the starting player) the match is over.
-    pub(super) fn next_turn(&mut self, obs: &mut Obs) {
+    pub(super) fn next_turn(&mut self, obs: &mut impl Record<Event>) {
         self.married_this_turn = false;
         self.resume = Resume::Visit;
         for _ in 0..self.seats {

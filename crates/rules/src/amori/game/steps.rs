@@ -5,7 +5,12 @@
 use super::*;
 
 impl Amori {
-    pub(super) fn act(&mut self, seat: Seat, action: &Action, obs: &mut Obs) -> Result<(), Error> {
+    pub(super) fn act(
+        &mut self,
+        seat: Seat,
+        action: &Action,
+        obs: &mut impl Record<Event>,
+    ) -> Result<(), Error> {
         match (self.phase.clone(), action) {
             (Phase::Visit, Action::Visit { location }) => {
                 if self.player(seat).location == Some(*location) {
@@ -177,7 +182,7 @@ impl Amori {
 
     /// A nested decision is settled: end the turn if a marriage happened, else go back to the
     /// step the current player was in.
-    pub(super) fn settle(&mut self, obs: &mut Obs) {
+    pub(super) fn settle(&mut self, obs: &mut impl Record<Event>) {
         if self.married_this_turn {
             self.end_turn(obs);
         } else {
@@ -190,7 +195,7 @@ impl Amori {
         seat: Seat,
         target: Seat,
         at: Location,
-        obs: &mut Obs,
+        obs: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         if target >= self.seats || target == seat {
             return Err(Error::InvalidTarget);
@@ -205,7 +210,7 @@ impl Amori {
     }
 
     /// Roll the Intrigue die: the winner of the roll picks a card from the other daughter.
-    pub(super) fn roll_intrigue(&mut self, seat: Seat, target: Seat, obs: &mut Obs) {
+    pub(super) fn roll_intrigue(&mut self, seat: Seat, target: Seat, obs: &mut impl Record<Event>) {
         let face = self.roll(seat, Die::Intrigue, obs);
         self.phase = if face == DieFace::Clover {
             Phase::IntrigueSpoils {
@@ -220,7 +225,7 @@ impl Amori {
         };
     }
 
-    pub(super) fn roll(&mut self, seat: Seat, die: Die, obs: &mut Obs) -> DieFace {
+    pub(super) fn roll(&mut self, seat: Seat, die: Die, obs: &mut impl Record<Event>) -> DieFace {
         let faces = die.faces();
         let face = faces[self.rng.below(faces.len() as u32) as usize];
         obs.push(Observation::public(Event::Rolled { seat, die, face }));
@@ -228,7 +233,7 @@ impl Amori {
     }
 
     /// Roll Casanova or Drink for `seat`'s daughter and apply the face.
-    pub(super) fn roll_for(&mut self, seat: Seat, die: Die, obs: &mut Obs) {
+    pub(super) fn roll_for(&mut self, seat: Seat, die: Die, obs: &mut impl Record<Event>) {
         let face = self.roll(seat, die, obs);
         let Some(beauty) = self
             .player(seat)
@@ -249,7 +254,13 @@ impl Amori {
         }
     }
 
-    pub(super) fn adjust(&mut self, seat: Seat, attribute: Attribute, delta: i8, obs: &mut Obs) {
+    pub(super) fn adjust(
+        &mut self,
+        seat: Seat,
+        attribute: Attribute,
+        delta: i8,
+        obs: &mut impl Record<Event>,
+    ) {
         if let Some(d) = self.player_mut(seat).active.as_mut() {
             d.attributes.adjust(attribute, delta);
             let value = d.attributes.get(attribute);
@@ -267,7 +278,7 @@ impl Amori {
         seat: Seat,
         location: Location,
         choice: Option<Attribute>,
-        obs: &mut Obs,
+        obs: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         let options = choice_options(location);
         match choice {
@@ -297,7 +308,12 @@ impl Amori {
     }
 
     /// Reveal `location`'s deck to `seat` and ask for a card, or go on if there is none.
-    pub(super) fn offer_location_deck(&mut self, seat: Seat, location: Location, obs: &mut Obs) {
+    pub(super) fn offer_location_deck(
+        &mut self,
+        seat: Seat,
+        location: Location,
+        obs: &mut impl Record<Event>,
+    ) {
         self.reveal(location, obs);
         let deck = &self.location_decks[location.index()];
         if deck.is_empty() {
@@ -315,7 +331,7 @@ impl Amori {
     }
 
     /// Cards of married gentlemen found in a revealed deck leave the game and are replaced.
-    pub(super) fn reveal(&mut self, location: Location, obs: &mut Obs) {
+    pub(super) fn reveal(&mut self, location: Location, obs: &mut impl Record<Event>) {
         loop {
             let deck = &self.location_decks[location.index()];
             let stale: Vec<CardId> = deck
@@ -344,7 +360,7 @@ impl Amori {
 
     /// The top card of the main deck, reshuffling the discards when it is empty and setting
     /// aside cards of married gentlemen. `None` when no card is left anywhere.
-    pub(super) fn draw_main(&mut self, obs: &mut Obs) -> Option<CardId> {
+    pub(super) fn draw_main(&mut self, obs: &mut impl Record<Event>) -> Option<CardId> {
         loop {
             if self.main_deck.is_empty() {
                 if self.gentleman_discard.is_empty() {
@@ -370,7 +386,7 @@ impl Amori {
 
     /// `card` comes to `seat`'s daughter: through the suitor limit if it is a fourth
     /// gentleman, then marriages are checked and the current step resumes.
-    pub(super) fn card_joins(&mut self, seat: Seat, card: CardId, obs: &mut Obs) {
+    pub(super) fn card_joins(&mut self, seat: Seat, card: CardId, obs: &mut impl Record<Event>) {
         let suitors = self.suitor_gentlemen(seat);
         let Some(daughter) = self.player_mut(seat).active.as_mut() else {
             // Nobody to receive it (every daughter married): it is discarded.
@@ -400,7 +416,7 @@ impl Amori {
         card: EventCardId,
         target: Option<Seat>,
         location: Option<Location>,
-        obs: &mut Obs,
+        obs: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         let at = self
             .player(seat)
@@ -504,7 +520,7 @@ impl Amori {
         attacker: Seat,
         target: Seat,
         card: EventCardId,
-        obs: &mut Obs,
+        obs: &mut impl Record<Event>,
     ) {
         match card.kind().data().effect {
             EventEffect::Lower(attribute, n) => {

@@ -5,7 +5,7 @@
 use super::*;
 
 impl Lopti {
-    pub(super) fn start_turn(&mut self, seat: Seat, out: &mut Obs) {
+    pub(super) fn start_turn(&mut self, seat: Seat, out: &mut impl Record<Event>) {
         let number = self.turn.number.wrapping_add(1);
         self.turn = Turn {
             seat,
@@ -16,7 +16,7 @@ impl Lopti {
         out.push(Observation::public(Event::TurnStarted { seat }));
     }
 
-    pub(super) fn end_turn(&mut self, out: &mut Obs) {
+    pub(super) fn end_turn(&mut self, out: &mut impl Record<Event>) {
         let mut next = self.next_seat(self.turn.seat);
         while self.skips > 0 {
             self.skips -= 1;
@@ -83,7 +83,7 @@ impl Lopti {
         &mut self,
         seat: Seat,
         cards: &[Card],
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         let Some(first) = cards.first() else {
             return Err(Error::EmptyPlay);
@@ -109,7 +109,7 @@ impl Lopti {
         &mut self,
         seat: Seat,
         index: u8,
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         let p = self.player(seat);
         if !p.hand.is_empty() || !p.face_up.is_empty() {
@@ -137,7 +137,7 @@ impl Lopti {
         seat: Seat,
         cards: Vec<Card>,
         source: Source,
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) {
         let rank = cards[0].rank();
         let count = cards.len() as u8;
@@ -215,7 +215,13 @@ impl Lopti {
         next
     }
 
-    pub(super) fn burn(&mut self, seat: Seat, cause: BurnCause, bonus: bool, out: &mut Obs) {
+    pub(super) fn burn(
+        &mut self,
+        seat: Seat,
+        cause: BurnCause,
+        bonus: bool,
+        out: &mut impl Record<Event>,
+    ) {
         let mut cards = std::mem::take(&mut self.pile);
         cards.append(&mut self.pass_chain);
         // The burn rank itself already went to `gone`; report it with the burned cards.
@@ -233,7 +239,7 @@ impl Lopti {
         }
     }
 
-    pub(super) fn pick_up(&mut self, seat: Seat, out: &mut Obs) {
+    pub(super) fn pick_up(&mut self, seat: Seat, out: &mut impl Record<Event>) {
         let cards = std::mem::take(&mut self.pile);
         self.gone.append(&mut self.pass_chain);
         self.obligation = false;
@@ -245,7 +251,7 @@ impl Lopti {
         self.turn.plays_left = 0;
     }
 
-    pub(super) fn draw_cards(&mut self, seat: Seat, count: u8, out: &mut Obs) {
+    pub(super) fn draw_cards(&mut self, seat: Seat, count: u8, out: &mut impl Record<Event>) {
         let mut drawn = Vec::new();
         for _ in 0..count {
             match self.draw.pop() {
@@ -264,7 +270,7 @@ impl Lopti {
         out.push(Observation::to_seat(seat, Event::YouDrew { cards: drawn }));
     }
 
-    pub(super) fn take_face_up_if_due(&mut self, seat: Seat, out: &mut Obs) {
+    pub(super) fn take_face_up_if_due(&mut self, seat: Seat, out: &mut impl Record<Event>) {
         let p = self.player_mut(seat);
         if !p.hand.is_empty() || p.face_up.is_empty() {
             return;
@@ -277,7 +283,12 @@ impl Lopti {
 
     /// Runs the custom rules that `happened` sets off, in rule order, and whatever their
     /// effects set off in turn.
-    pub(super) fn fire(&mut self, seat: Seat, happened: Vec<Happened>, out: &mut Obs) {
+    pub(super) fn fire(
+        &mut self,
+        seat: Seat,
+        happened: Vec<Happened>,
+        out: &mut impl Record<Event>,
+    ) {
         let mut queue: VecDeque<Happened> = happened.into();
         let mut budget = EFFECT_BUDGET;
         while let Some(event) = queue.pop_front() {
@@ -331,7 +342,7 @@ impl Lopti {
         }
     }
 
-    pub(super) fn finish_hand(&mut self, winner: Seat, out: &mut Obs) {
+    pub(super) fn finish_hand(&mut self, winner: Seat, out: &mut impl Record<Event>) {
         self.hands_won[usize::from(winner)] += 1;
         self.last_winner = Some(winner);
         out.push(Observation::public(Event::HandWon {

@@ -10,7 +10,7 @@ impl Lopti {
         &mut self,
         seat: Seat,
         id: RuleId,
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         let rule = self.rule(id)?;
         if rule.creator != seat {
@@ -48,7 +48,7 @@ impl Lopti {
         seat: Seat,
         spec: Option<RuleSpec>,
         text: Option<&str>,
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         if spec.is_none() && text.is_none() {
             return Err(Error::EmptyRule);
@@ -199,7 +199,7 @@ impl Lopti {
     }
 
     /// Applies a passed change, if it still applies.
-    pub(super) fn apply_change(&mut self, change: &Change, out: &mut Obs) {
+    pub(super) fn apply_change(&mut self, change: &Change, out: &mut impl Record<Event>) {
         // Scheduled changes are checked again: a rule may have been cancelled meanwhile.
         if self.check_change(change, Timing::NextHand).is_err() {
             out.push(Observation::public(Event::ChangeLapsed {
@@ -232,7 +232,7 @@ impl Lopti {
     // ---- hands, votes, Roshambo ----------------------------------------------------------
 
     /// Opens the current hand: scheduled changes take effect and the Rule Vote window opens.
-    pub(super) fn begin_hand(&mut self, out: &mut Obs) {
+    pub(super) fn begin_hand(&mut self, out: &mut impl Record<Event>) {
         for change in std::mem::take(&mut self.scheduled) {
             self.apply_change(&change, out);
         }
@@ -252,7 +252,7 @@ impl Lopti {
         seat: Seat,
         change: &Change,
         timing: Timing,
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         self.check_change(change, timing)?;
         let proposal = Proposal {
@@ -272,7 +272,7 @@ impl Lopti {
         Ok(())
     }
 
-    pub(super) fn vote(&mut self, seat: Seat, ballot: Ballot, out: &mut Obs) {
+    pub(super) fn vote(&mut self, seat: Seat, ballot: Ballot, out: &mut impl Record<Event>) {
         let Phase::Voting {
             proposal,
             ballots,
@@ -351,7 +351,7 @@ impl Lopti {
             .or_else(|| opposed.iter().copied().find(|s| *s != proposal.by))
     }
 
-    pub(super) fn throw(&mut self, seat: Seat, throw: Throw, out: &mut Obs) {
+    pub(super) fn throw(&mut self, seat: Seat, throw: Throw, out: &mut impl Record<Event>) {
         let Phase::Roshambo {
             proposal,
             sides,
@@ -400,7 +400,7 @@ impl Lopti {
         self.deal(out);
     }
 
-    pub(super) fn enact(&mut self, proposal: &Proposal, out: &mut Obs) {
+    pub(super) fn enact(&mut self, proposal: &Proposal, out: &mut impl Record<Event>) {
         match proposal.timing {
             Timing::Now => self.apply_change(&proposal.change, out),
             Timing::NextHand => {
@@ -413,7 +413,7 @@ impl Lopti {
     }
 
     /// Deals the current hand and opens the swaps.
-    pub(super) fn deal(&mut self, out: &mut Obs) {
+    pub(super) fn deal(&mut self, out: &mut impl Record<Event>) {
         let mut deck: Vec<Card> = match (&self.config.fixed_deck, self.hand) {
             (Some(fixed), 0) => fixed.clone(),
             _ => {
@@ -471,7 +471,7 @@ impl Lopti {
         seat: Seat,
         hand: Card,
         face_up: Card,
-        out: &mut Obs,
+        out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         let p = self.player(seat);
         let h = p
@@ -496,7 +496,7 @@ impl Lopti {
         Ok(())
     }
 
-    pub(super) fn swap_done(&mut self, seat: Seat, out: &mut Obs) {
+    pub(super) fn swap_done(&mut self, seat: Seat, out: &mut impl Record<Event>) {
         if let Phase::Swap { done } = &mut self.phase {
             done.insert(seat);
             if *done == SeatSet::first(self.seat_count) {

@@ -1,0 +1,103 @@
+//! Heap allocations per action of each engine, counted by a counting global allocator: on the
+//! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
+//! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's replay
+//! must allocate nothing; the run fails otherwise.
+//!
+//! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
+//! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
+
+mod common;
+
+use std::alloc::System;
+use std::hint::black_box;
+
+use missive_rules::{Game, amori, lopti, love_letter};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Allocations (reallocations included) per action on each path.
+#[derive(Debug)]
+struct PerAction {
+    replay: f64,
+    apply: f64,
+    playout: f64,
+}
+
+/// Counts the allocations and reallocations `f` makes.
+fn count(f: impl FnOnce()) -> usize {
+    let region = Region::new(GLOBAL);
+    f();
+    let change = region.change();
+    change.allocations + change.reallocations
+}
+
+fn measure<G: Game>(config: &G::Config, seats: u8, pick: common::Pick<G>) -> PerAction {
+    let matches = common::stored_matches::<G>(config, seats, pick);
+    let actions: usize = matches.iter().map(|(_, log)| log.len()).sum();
+    let mut states: Vec<G> = matches.iter().map(|(g, _)| g.clone()).collect();
+    let replay = count(|| {
+        for (g, (_, log)) in states.iter_mut().zip(&matches) {
+            for (seat, action) in log {
+                black_box(g.replay(*seat, action)).expect("a stored action");
+            }
+        }
+    });
+    let mut states: Vec<G> = matches.iter().map(|(g, _)| g.clone()).collect();
+    let apply = count(|| {
+        for (g, (_, log)) in states.iter_mut().zip(&matches) {
+            for (seat, action) in log {
+                drop(black_box(g.apply(*seat, action).expect("a stored action")));
+            }
+        }
+    });
+    let mut states: Vec<G> = matches.iter().map(|(g, _)| g.clone()).collect();
+    // The buffer grows to its largest listing once, as it would in a long-running player.
+    let mut legal = Vec::with_capacity(256);
+    let mut played = 0;
+    let playout = count(|| {
+        for (seed, g) in states.iter_mut().enumerate() {
+            let mut rng =
+                missive_rules::GameRng::new(missive_rules::Seed::from_u64(seed as u64 + 7));
+            played += common::playout(g, &mut rng, pick, &mut legal, None);
+        }
+    });
+    PerAction {
+        replay: replay as f64 / actions as f64,
+        apply: apply as f64 / actions as f64,
+        playout: playout as f64 / played as f64,
+    }
+}
+
+fn main() {
+    // Criterion's and cargo's arguments (`--bench`) are not for this binary.
+    let mut love_letter_replay = Vec::new();
+    println!("allocations per action (replay | apply | playout)");
+    for seats in [2, 4] {
+        let ll = measure::<love_letter::LoveLetter>(
+            &love_letter::Config::default(),
+            seats,
+            common::uniform,
+        );
+        println!(
+            "love_letter {seats}p: {:.3} | {:.3} | {:.3}",
+            ll.replay, ll.apply, ll.playout
+        );
+        love_letter_replay.push(ll.replay);
+        let lo = measure::<lopti::Lopti>(&lopti::Config::default(), seats, common::lopti_progress);
+        println!(
+            "lopti {seats}p: {:.3} | {:.3} | {:.3}",
+            lo.replay, lo.apply, lo.playout
+        );
+        let am = measure::<amori::Amori>(&amori::Config::default(), seats, common::uniform);
+        println!(
+            "amori {seats}p: {:.3} | {:.3} | {:.3}",
+            am.replay, am.apply, am.playout
+        );
+    }
+    assert!(
+        love_letter_replay.iter().all(|a| *a == 0.0),
+        "Love Letter's replay allocated: {love_letter_replay:?} per action"
+    );
+}
