@@ -18,4 +18,5 @@ mod retries;
 mod telemetry;
 mod turns;
 mod web;
+mod webhook_pool;
 mod webhooks;
