@@ -7,6 +7,7 @@ mod cli;
 mod clock;
 mod corpus;
 mod deal;
+mod decoding;
 mod deploy;
 mod golden;
 mod grpc;
