@@ -22,6 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(&descriptors)
         .compile_well_known_types(true)
         .extern_path(".google.protobuf", "::pbjson_types")
+        // A request that does not decode is the caller's error, not the server's (lib.rs).
+        .codec_path("crate::codec::Codec")
         .compile_with_config(config, &protos, &[root.clone(), well_known])?;
 
     let set = std::fs::read(&descriptors)?;

@@ -21,3 +21,64 @@ pub mod v1 {
 /// The encoded `FileDescriptorSet` of the schema, for gRPC reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/missive_descriptor.bin"));
+
+/// The gRPC codec of the generated services and clients: prost's, except that a message that
+/// does not decode is `INVALID_ARGUMENT` (the caller sent it) rather than prost's `INTERNAL`,
+/// which is kept for the server's own faults and is what operators alert on.
+pub mod codec {
+    use prost::Message;
+    use tonic::Status;
+    use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
+    use tonic_prost::{ProstCodec, ProstDecoder};
+
+    /// [`ProstCodec`], with [`Invalid`] decoding.
+    #[derive(Debug, Clone)]
+    pub struct Codec<T, U>(ProstCodec<T, U>);
+
+    impl<T, U> Default for Codec<T, U> {
+        fn default() -> Self {
+            Codec(ProstCodec::default())
+        }
+    }
+
+    impl<T, U> tonic::codec::Codec for Codec<T, U>
+    where
+        T: Message + Send + 'static,
+        U: Message + Default + Send + 'static,
+    {
+        type Encode = T;
+        type Decode = U;
+        type Encoder = <ProstCodec<T, U> as tonic::codec::Codec>::Encoder;
+        type Decoder = Invalid<U>;
+
+        fn encoder(&mut self) -> Self::Encoder {
+            self.0.encoder()
+        }
+
+        fn decoder(&mut self) -> Self::Decoder {
+            Invalid(self.0.decoder())
+        }
+    }
+
+    /// prost's decoder, its errors made `INVALID_ARGUMENT`.
+    #[derive(Debug, Clone)]
+    pub struct Invalid<U>(ProstDecoder<U>);
+
+    impl<U: Message + Default> Decoder for Invalid<U> {
+        type Item = U;
+        type Error = Status;
+
+        fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+            self.0.decode(buf).map_err(|status| {
+                Status::invalid_argument(format!(
+                    "the message is not valid protobuf: {}",
+                    status.message()
+                ))
+            })
+        }
+
+        fn buffer_settings(&self) -> BufferSettings {
+            self.0.buffer_settings()
+        }
+    }
+}

@@ -148,6 +148,15 @@ pub struct Webhooks {
     /// Seconds a webhook receiver has to answer one delivery.
     #[arg(long, env = "MISSIVE_WEBHOOK_TIMEOUT_SECS", default_value_t = 10)]
     pub webhook_timeout_secs: u64,
+
+    /// Webhook deliveries in flight at once on this server, all receivers together.
+    #[arg(long, env = "MISSIVE_WEBHOOK_CONCURRENCY", default_value_t = 128)]
+    pub webhook_concurrency: usize,
+
+    /// Webhook deliveries in flight at once to one host (a receiver's host name or address,
+    /// whatever the port); more wait in the outbox.
+    #[arg(long, env = "MISSIVE_WEBHOOK_HOST_CONCURRENCY", default_value_t = 8)]
+    pub webhook_host_concurrency: usize,
 }
 
 /// Watch streams.
@@ -416,6 +425,10 @@ impl Webhooks {
             poll: Duration::from_millis(self.webhook_poll_ms.max(10)),
             timeout: Duration::from_secs(self.webhook_timeout_secs.max(1)),
             allow_private: self.webhook_allow_private,
+            concurrency: self.webhook_concurrency.max(1),
+            host_concurrency: self
+                .webhook_host_concurrency
+                .clamp(1, self.webhook_concurrency.max(1)),
         }
     }
 }

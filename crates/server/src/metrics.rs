@@ -36,6 +36,7 @@ pub const CACHE_HITS: &str = "missive_match_cache_hits_total";
 pub const CACHE_MISSES: &str = "missive_match_cache_misses_total";
 pub const WATCHERS: &str = "missive_watchers";
 pub const WEBHOOK_DELIVERIES: &str = "missive_webhook_deliveries_total";
+pub const WEBHOOK_DEFERRALS: &str = "missive_webhook_deferrals_total";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -115,6 +116,11 @@ fn describe() {
         WEBHOOK_DELIVERIES,
         "Webhook delivery attempts, by outcome: delivered, failed (to be retried), given_up."
     );
+    describe_counter!(
+        WEBHOOK_DEFERRALS,
+        "Claimed webhook deliveries handed back unattempted, by reason: busy (the host's \
+         concurrent deliveries are all in use) or backing_off (the host keeps failing)."
+    );
     missive_store::metrics::describe();
 
     counter!(ACTS).absolute(0);
@@ -127,6 +133,9 @@ fn describe() {
     gauge!(WATCHERS).set(0.0);
     for outcome in ["delivered", "failed", "given_up"] {
         counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).absolute(0);
+    }
+    for reason in ["busy", "backing_off"] {
+        counter!(WEBHOOK_DEFERRALS, "reason" => reason).absolute(0);
     }
 }
 
@@ -185,6 +194,11 @@ pub fn record_cache(hit: bool) {
 /// One webhook delivery attempt: `delivered`, `failed` or `given_up`.
 pub fn record_delivery(outcome: &'static str) {
     counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).increment(1);
+}
+
+/// Claimed webhook deliveries handed back unattempted: `busy` or `backing_off`.
+pub fn record_deferrals(reason: &'static str, n: usize) {
+    counter!(WEBHOOK_DEFERRALS, "reason" => reason).increment(n as u64);
 }
 
 /// An open watch stream, counted in [`WATCHERS`] until dropped.

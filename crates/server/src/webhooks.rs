@@ -10,15 +10,20 @@
 //! claimed again once the lease runs out, so delivery is at least once and receivers should
 //! deduplicate by the `x-missive-delivery` header.
 //!
+//! Attempts run concurrently, bounded in all and per destination host, and a host that stops
+//! answering backs off on its own (see [`run`]): a receiver that never answers delays its own
+//! notifications, not everybody else's.
+//!
 //! Unless [`Settings::allow_private`] is set, webhooks only reach public addresses: a URL naming
 //! a loopback, private, link-local or otherwise non-global address (or `localhost`) is refused
 //! when registered and when delivered, and host names are resolved by [`PublicOnly`], which
 //! drops every non-public address, so a name that resolves (or later re-resolves) to one inside
 //! the server's network is never connected to.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use hmac::{Hmac, Mac};
@@ -27,7 +32,8 @@ use missive_store::{
 };
 use serde_json::json;
 use sha2::Sha256;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, Semaphore, watch};
+use tokio::task::JoinSet;
 
 /// `<unix seconds>` of the attempt, covered by the signature.
 pub const TIMESTAMP_HEADER: &str = "x-missive-timestamp";
@@ -38,8 +44,12 @@ pub const SIGNATURE_HEADER: &str = "x-missive-signature";
 pub const DELIVERY_HEADER: &str = "x-missive-delivery";
 /// The longest webhook URL accepted, in bytes.
 pub const MAX_URL: usize = 2048;
-/// Notifications claimed at once; they are posted concurrently.
-const BATCH: u32 = 32;
+/// Notifications claimed at most at once.
+const BATCH: usize = 64;
+/// Attempts in a row a host does not answer (see [`Answered`]) before it backs off.
+pub const HOST_FAILURES: u32 = 3;
+/// The shortest a delivery to a busy host is handed back for.
+const BUSY_MIN: Duration = Duration::from_millis(50);
 /// Longest error text kept in the record.
 const MAX_ERROR: usize = 500;
 
@@ -59,6 +69,10 @@ pub struct Settings {
     /// Whether webhooks may reach loopback, private and other non-public addresses (for
     /// receivers inside the operator's own network, and for tests).
     pub allow_private: bool,
+    /// Attempts in flight at once, all hosts together.
+    pub concurrency: usize,
+    /// Attempts in flight at once to one host.
+    pub host_concurrency: usize,
 }
 
 impl Settings {
@@ -274,7 +288,140 @@ fn truncate(mut text: String) -> String {
     text
 }
 
+/// How a host fared in one attempt, for its back-off: it answered (2xx, or a 4xx that is about
+/// the request), or it did not (no connection, no answer in time, 5xx, 408 or 429).
+type Answered = bool;
+
+/// What the worker does with a claimed delivery to a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Post it now.
+    Start,
+    /// Every concurrent delivery the host is allowed is in flight: hand it back for this long.
+    Busy(Duration),
+    /// The host keeps failing: hand it back until the host is tried again, this long from now.
+    BackingOff(Duration),
+}
+
+/// One destination host, as the worker sees it.
+#[derive(Debug, Default)]
+struct Host {
+    /// When each attempt in flight started.
+    in_flight: Vec<Instant>,
+    /// Consecutive attempts the host did not answer (see [`Answered`]).
+    failures: u32,
+    /// Back-offs in a row without an answer in between.
+    trips: u32,
+    /// While in the future, nothing is posted to the host; after it, one attempt at a time
+    /// until one is answered.
+    backing_off_until: Option<Instant>,
+    /// A moving average of how long the host takes, answered or not.
+    latency: Duration,
+}
+
+impl Host {
+    fn verdict(&self, now: Instant, settings: &Settings) -> Verdict {
+        if let Some(until) = self.backing_off_until
+            && until > now
+        {
+            return Verdict::BackingOff(until - now);
+        }
+        let allowed = if self.failures >= HOST_FAILURES {
+            1
+        } else {
+            settings.host_concurrency
+        };
+        if self.in_flight.len() < allowed {
+            return Verdict::Start;
+        }
+        // A slot frees up when the oldest attempt ends: look again after about as long as
+        // it has taken so far (or as the host usually takes), within the attempt timeout.
+        let oldest = self
+            .in_flight
+            .iter()
+            .map(|started| now.saturating_duration_since(*started))
+            .max()
+            .unwrap_or_default();
+        Verdict::Busy(
+            oldest
+                .max(self.latency)
+                .clamp(BUSY_MIN, settings.timeout.max(BUSY_MIN)),
+        )
+    }
+
+    fn started(&mut self, now: Instant) {
+        self.in_flight.push(now);
+    }
+
+    /// The attempt that started at `started` ended at `now`: `answered` is `None` when it
+    /// never reached the network (a refused URL, a removed webhook).
+    fn finished(
+        &mut self,
+        started: Instant,
+        now: Instant,
+        answered: Option<Answered>,
+        settings: &Settings,
+    ) {
+        if let Some(i) = self.in_flight.iter().position(|t| *t == started) {
+            self.in_flight.swap_remove(i);
+        }
+        let Some(answered) = answered else { return };
+        let took = now.saturating_duration_since(started);
+        self.latency = (self.latency * 3 + took) / 4;
+        if answered {
+            self.failures = 0;
+            self.trips = 0;
+            self.backing_off_until = None;
+            return;
+        }
+        self.failures = self.failures.saturating_add(1);
+        let backing_off = self.backing_off_until.is_some_and(|until| until > now);
+        if self.failures >= HOST_FAILURES && !backing_off {
+            self.trips = self.trips.saturating_add(1);
+            self.backing_off_until = Some(now + settings.backoff(self.trips, unit_random()));
+        }
+    }
+
+    /// Nothing worth remembering: no attempt in flight and no failure.
+    fn idle(&self) -> bool {
+        self.in_flight.is_empty() && self.failures == 0
+    }
+}
+
+/// Hosts remembered beyond which the quiet ones are forgotten.
+const HOSTS_KEPT: usize = 4096;
+
+/// Forgets, once many hosts are remembered, those with nothing in flight and no back-off in
+/// force for a while: what is left of them is a failure count or two.
+fn forget_quiet_hosts(hosts: &Mutex<HashMap<String, Host>>, settings: &Settings) {
+    let mut table = hosts.lock().unwrap_or_else(PoisonError::into_inner);
+    if table.len() > HOSTS_KEPT {
+        let now = Instant::now();
+        table.retain(|_, host| {
+            !host.in_flight.is_empty()
+                || host
+                    .backing_off_until
+                    .is_some_and(|until| until + settings.retry_max > now)
+        });
+    }
+}
+
+/// The host a delivery goes to, for its bound and back-off: the URL's host name or address,
+/// whatever the port. `None` for a URL that cannot be parsed (its attempt never connects).
+fn host_of(url: &str) -> Option<String> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    Some(parsed.host_str()?.to_ascii_lowercase())
+}
+
 /// Runs the delivery worker until `stop` turns true. `wake` cuts the wait between polls short.
+///
+/// Attempts run concurrently, up to [`Settings::concurrency`] in all and
+/// [`Settings::host_concurrency`] per host. A host that fails [`HOST_FAILURES`] attempts in a
+/// row backs off (for [`Settings::backoff`] of its back-offs in a row) and is then tried one
+/// attempt at a time until it answers. A claimed delivery that cannot start at once, its host
+/// busy or backing off, is handed back to the outbox unattempted, due again when the host may
+/// take it ([`Store::defer_deliveries`]): it is never held past its lease, so a slow or dead
+/// host delays only its own deliveries.
 pub async fn run(
     store: Store,
     settings: Settings,
@@ -283,7 +430,9 @@ pub async fn run(
 ) {
     let mut builder = reqwest::Client::builder()
         .timeout(settings.timeout)
+        .connect_timeout(settings.timeout)
         .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(settings.host_concurrency)
         .user_agent(concat!("missive-webhooks/", env!("CARGO_PKG_VERSION")));
     if !settings.allow_private {
         // A proxy would resolve the name itself, past the filter.
@@ -296,45 +445,127 @@ pub async fn run(
             return;
         }
     };
+    let settings = Arc::new(settings);
     let lease = settings.lease();
+    let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let hosts: Arc<Mutex<HashMap<String, Host>>> = Arc::default();
+    let finished = Arc::new(Notify::new());
+    // Dropped on return: attempts cut short stay leased and are retried when the lease runs out.
+    let mut attempts = JoinSet::new();
+    // When the earliest delivery handed back falls due again.
+    let mut recheck: Option<Instant> = None;
     loop {
         if *stop.borrow() {
             return;
         }
+        while attempts.try_join_next().is_some() {}
+        let free = slots.available_permits().min(BATCH);
+        if free == 0 {
+            tokio::select! {
+                () = finished.notified() => {}
+                _ = stop.wait_for(|stop| *stop) => return,
+            }
+            continue;
+        }
+        if recheck.is_some_and(|at| at <= Instant::now()) {
+            recheck = None;
+        }
+        forget_quiet_hosts(&hosts, &settings);
         let now = Utc::now();
-        let claimed = match store.claim_deliveries(now, now + lease, BATCH).await {
+        let lease_until = now + lease;
+        let claimed = match store.claim_deliveries(now, lease_until, free as u32).await {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %e, "webhook outbox unavailable");
                 Vec::new()
             }
         };
-        let full = claimed.len() == BATCH as usize;
-        if !claimed.is_empty() {
-            let deliveries = futures::future::join_all(
-                claimed
-                    .into_iter()
-                    .map(|delivery| deliver(&store, &client, &settings, delivery)),
-            );
-            tokio::select! {
-                _ = deliveries => {}
-                // Unfinished attempts stay leased and are retried when the lease runs out.
-                _ = stop.wait_for(|stop| *stop) => return,
+        let full = claimed.len() == free;
+        // Deliveries handed back, by host: their keys, how long until due, and why.
+        let mut deferred: HashMap<String, (Vec<DeliveryKey>, Duration, &'static str)> =
+            HashMap::new();
+        for delivery in claimed {
+            let host = host_of(&delivery.url);
+            let started = Instant::now();
+            // Only this loop takes slots, and it claimed no more than were free: a slot is
+            // there (were it not, the delivery would be handed back like a busy host's).
+            let permit = slots.clone().try_acquire_owned().ok();
+            let verdict = match (&host, &permit) {
+                (_, None) => Verdict::Busy(BUSY_MIN),
+                (None, Some(_)) => Verdict::Start,
+                (Some(host), Some(_)) => {
+                    let mut table = hosts.lock().unwrap_or_else(PoisonError::into_inner);
+                    let state = table.entry(host.clone()).or_default();
+                    let verdict = state.verdict(started, &settings);
+                    if verdict == Verdict::Start {
+                        state.started(started);
+                    }
+                    verdict
+                }
+            };
+            let (wait, reason) = match verdict {
+                Verdict::Start => (Duration::ZERO, ""),
+                Verdict::Busy(wait) => (wait, "busy"),
+                Verdict::BackingOff(wait) => (wait, "backing_off"),
+            };
+            let Some(permit) = permit.filter(|_| verdict == Verdict::Start) else {
+                deferred
+                    .entry(host.unwrap_or_default())
+                    .or_insert_with(|| (Vec::new(), wait, reason))
+                    .0
+                    .push(delivery.key);
+                continue;
+            };
+            let (store, client, settings) = (store.clone(), client.clone(), settings.clone());
+            let (hosts, finished) = (hosts.clone(), finished.clone());
+            attempts.spawn(async move {
+                let answered = deliver(&store, &client, &settings, delivery).await;
+                if let Some(host) = host {
+                    let mut table = hosts.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(state) = table.get_mut(&host) {
+                        state.finished(started, Instant::now(), answered, &settings);
+                        if state.idle() {
+                            table.remove(&host);
+                        }
+                    }
+                }
+                drop(permit);
+                finished.notify_one();
+            });
+        }
+        for (host, (keys, wait, reason)) in deferred {
+            let due = Instant::now() + wait;
+            recheck = Some(recheck.map_or(due, |at| at.min(due)));
+            crate::metrics::record_deferrals(reason, keys.len());
+            let due_at = Utc::now() + wait;
+            if let Err(e) = store.defer_deliveries(&keys, lease_until, due_at).await {
+                // They stay leased, and are claimed again once the lease runs out.
+                tracing::warn!(host, error = %e, "webhook deliveries not handed back");
             }
         }
         if full {
             continue;
         }
+        let sleep = recheck.map_or(settings.poll, |at| {
+            at.saturating_duration_since(Instant::now())
+                .min(settings.poll)
+        });
         tokio::select! {
             () = wake.notified() => {}
-            () = tokio::time::sleep(settings.poll) => {}
+            () = tokio::time::sleep(sleep) => {}
             _ = stop.wait_for(|stop| *stop) => return,
         }
     }
 }
 
-/// One attempt at one notification, and its record.
-async fn deliver(store: &Store, client: &reqwest::Client, settings: &Settings, d: Delivery) {
+/// One attempt at one notification, and its record; whether its host answered (`None` when
+/// it was not posted).
+async fn deliver(
+    store: &Store,
+    client: &reqwest::Client,
+    settings: &Settings,
+    d: Delivery,
+) -> Option<Answered> {
     let attempts = d.attempts.saturating_add(1);
     let failed = |status: Option<u16>, error: String| Attempt::Failed {
         status,
@@ -342,6 +573,7 @@ async fn deliver(store: &Store, client: &reqwest::Client, settings: &Settings, d
         retry_at: (attempts < settings.max_attempts)
             .then(|| Utc::now() + settings.backoff(attempts, unit_random())),
     };
+    let mut answered = None;
     let attempt = match (d.secret, validate_url(&d.url, settings.allow_private)) {
         (None, _) => Attempt::Failed {
             status: None,
@@ -366,14 +598,25 @@ async fn deliver(store: &Store, client: &reqwest::Client, settings: &Settings, d
                 .send()
                 .await;
             match sent {
-                Ok(response) if response.status().is_success() => Attempt::Delivered {
-                    status: response.status().as_u16(),
-                },
+                Ok(response) if response.status().is_success() => {
+                    answered = Some(true);
+                    Attempt::Delivered {
+                        status: response.status().as_u16(),
+                    }
+                }
                 Ok(response) => {
                     let status = response.status();
+                    answered = Some(
+                        !(status.is_server_error()
+                            || status == reqwest::StatusCode::REQUEST_TIMEOUT
+                            || status == reqwest::StatusCode::TOO_MANY_REQUESTS),
+                    );
                     failed(Some(status.as_u16()), format!("HTTP {status}"))
                 }
-                Err(e) => failed(None, error_chain(&e)),
+                Err(e) => {
+                    answered = Some(false);
+                    failed(None, error_chain(&e))
+                }
             }
         }
     };
@@ -399,6 +642,7 @@ async fn deliver(store: &Store, client: &reqwest::Client, settings: &Settings, d
         // The row stays leased and is attempted again once the lease runs out.
         tracing::warn!(match_id = %d.key.match_id, error = %e, "webhook delivery not recorded");
     }
+    answered
 }
 
 /// The error and its causes on one line (reqwest's own message is only the outermost).
@@ -425,6 +669,8 @@ mod tests {
             poll: Duration::from_millis(50),
             timeout: Duration::from_secs(1),
             allow_private: false,
+            concurrency: 16,
+            host_concurrency: 2,
         }
     }
 
@@ -441,6 +687,103 @@ mod tests {
         for n in 1..8 {
             assert!(s.backoff(n + 1, 0.999) >= s.backoff(n, 0.0), "{n}");
         }
+    }
+
+    #[test]
+    fn a_host_takes_its_bound_then_is_busy_for_about_as_long_as_its_attempts_take() {
+        let s = settings();
+        let t0 = Instant::now();
+        let mut host = Host::default();
+        for _ in 0..s.host_concurrency {
+            assert_eq!(host.verdict(t0, &s), Verdict::Start);
+            host.started(t0);
+        }
+        assert_eq!(host.verdict(t0, &s), Verdict::Busy(BUSY_MIN));
+        // The longer the attempts in flight have run, the longer the wait; never past the
+        // timeout.
+        let later = t0 + Duration::from_millis(400);
+        assert_eq!(
+            host.verdict(later, &s),
+            Verdict::Busy(Duration::from_millis(400))
+        );
+        assert_eq!(
+            host.verdict(t0 + Duration::from_secs(60), &s),
+            Verdict::Busy(s.timeout)
+        );
+        host.finished(t0, later, Some(true), &s);
+        assert_eq!(host.verdict(later, &s), Verdict::Start);
+        assert!(!host.idle());
+        host.finished(t0, later, Some(true), &s);
+        assert!(host.idle());
+    }
+
+    #[test]
+    fn a_failing_host_backs_off_then_takes_one_attempt_until_it_answers() {
+        let s = settings();
+        let t0 = Instant::now();
+        let mut host = Host::default();
+        let mut now = t0;
+        // Failures below the threshold change nothing; an answer resets the count.
+        for _ in 0..HOST_FAILURES - 1 {
+            host.started(now);
+            host.finished(now, now, Some(false), &s);
+        }
+        host.started(now);
+        host.finished(now, now, Some(true), &s);
+        assert_eq!(host.failures, 0);
+        // An attempt that never reached the network says nothing about the host.
+        host.started(now);
+        host.finished(now, now, None, &s);
+        assert_eq!((host.failures, host.in_flight.len()), (0, 0));
+        for _ in 0..HOST_FAILURES {
+            host.started(now);
+            host.finished(now, now, Some(false), &s);
+        }
+        let Verdict::BackingOff(wait) = host.verdict(now, &s) else {
+            panic!("{:?}", host.verdict(now, &s))
+        };
+        assert!(
+            wait <= s.backoff(1, 0.0) && wait >= s.backoff(1, 0.999),
+            "{wait:?}"
+        );
+        // Another failure of an attempt already in flight does not lengthen the back-off.
+        host.started(now);
+        host.finished(now, now, Some(false), &s);
+        assert_eq!(host.verdict(now, &s), Verdict::BackingOff(wait));
+        // After it: one attempt at a time.
+        now += wait;
+        assert_eq!(host.verdict(now, &s), Verdict::Start);
+        host.started(now);
+        assert!(matches!(host.verdict(now, &s), Verdict::Busy(_)));
+        // It fails: a longer back-off.
+        host.finished(now, now, Some(false), &s);
+        let Verdict::BackingOff(second) = host.verdict(now, &s) else {
+            panic!("{:?}", host.verdict(now, &s))
+        };
+        assert!(second >= s.backoff(2, 0.999), "{second:?}");
+        // The next one is answered: the host is back to its full bound.
+        now += second;
+        host.started(now);
+        host.finished(now, now, Some(true), &s);
+        for _ in 0..s.host_concurrency {
+            assert_eq!(host.verdict(now, &s), Verdict::Start);
+            host.started(now);
+        }
+        assert!(matches!(host.verdict(now, &s), Verdict::Busy(_)));
+    }
+
+    #[test]
+    fn hosts_are_told_apart_by_name_not_port_or_case() {
+        assert_eq!(
+            host_of("http://Hooks.Example:8080/a").as_deref(),
+            Some("hooks.example")
+        );
+        assert_eq!(
+            host_of("https://hooks.example/b"),
+            host_of("http://HOOKS.example:1/c")
+        );
+        assert_ne!(host_of("http://127.0.0.2/x"), host_of("http://127.0.0.3/x"));
+        assert_eq!(host_of("not a url"), None);
     }
 
     #[test]

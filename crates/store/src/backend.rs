@@ -119,6 +119,12 @@ pub(crate) trait Backend {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> impl Future<Output = Answer<Vec<Delivery>>> + Send;
+    fn defer_deliveries(
+        &self,
+        keys: &[DeliveryKey],
+        lease_until: DateTime<Utc>,
+        due_at: DateTime<Utc>,
+    ) -> impl Future<Output = Answer<u64>> + Send;
     fn record_delivery(
         &self,
         key: DeliveryKey,

@@ -790,6 +790,23 @@ impl Store {
         timed!(self, "claim_deliveries", b => b.claim_deliveries(now, lease_until, limit).await)
     }
 
+    /// Hands claimed notifications back unattempted: each row of `keys` still held under the
+    /// claim that ends at `lease_until` (not delivered, given up or cancelled since) is due
+    /// again at `due_at`, its attempts unchanged. A worker defers what it will not post now (its
+    /// host is busy or backing off) rather than hold it past its lease. Returns how many rows
+    /// were deferred.
+    pub async fn defer_deliveries(
+        &self,
+        keys: &[DeliveryKey],
+        lease_until: DateTime<Utc>,
+        due_at: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        timed!(self, "defer_deliveries", b => b.defer_deliveries(keys, lease_until, due_at).await)
+    }
+
     /// Records one attempt at a claimed notification: delivered, or failed and retried at
     /// `retry_at` (or given up). A row already delivered is left as it is.
     pub async fn record_delivery(

@@ -2017,6 +2017,54 @@ mod checks {
         Ok(())
     }
 
+    pub(super) async fn deferred_deliveries_come_back_later_unattempted(h: &Harness) -> Result<()> {
+        let id = match_with_webhooks(h).await?;
+        h.store
+            .append(id, 1, vec![action(1, "r1", 1)], notify(&[0, 1]))
+            .await?;
+        let now = Utc::now() + Duration::from_secs(1);
+        let lease = lease_of(now);
+        let claimed = h.store.claim_deliveries(now, lease, 10).await?;
+        assert_eq!(claimed.len(), 2);
+        let keys: Vec<_> = claimed.iter().map(|d| d.key).collect();
+        // Only a claim still held is handed back: not under another lease's end.
+        let later = now + Duration::from_secs(5);
+        let other_lease = lease + Duration::from_secs(1);
+        assert_eq!(
+            h.store.defer_deliveries(&keys, other_lease, later).await?,
+            0
+        );
+        assert_eq!(h.store.defer_deliveries(&keys, lease, later).await?, 2);
+        let rows = h.store.deliveries(id, None, 10).await?;
+        for row in &rows {
+            assert_eq!(row.attempts, 0, "a deferral is not an attempt");
+            assert_eq!(row.next_attempt_at, Some(truncate_to_micros(later)));
+            assert_eq!(row.last_error, None);
+        }
+        // Due again at the new time, not before, and not by the old lease.
+        let early = later - Duration::from_secs(1);
+        assert!(h.store.claim_deliveries(early, early, 10).await?.is_empty());
+        let again = h.store.claim_deliveries(later, lease_of(later), 10).await?;
+        assert_eq!(again.len(), 2);
+        assert!(again.iter().all(|d| d.attempts == 0));
+        // A row delivered, or cancelled by the webhook's removal, is not brought back.
+        h.store
+            .record_delivery(again[0].key, &Attempt::Delivered { status: 204 }, later)
+            .await?;
+        assert!(h.store.remove_webhook(id, again[1].key.seat).await?);
+        let keys: Vec<_> = again.iter().map(|d| d.key).collect();
+        assert_eq!(
+            h.store
+                .defer_deliveries(&keys, lease_of(later), later)
+                .await?,
+            0
+        );
+        let far = later + Duration::from_secs(3600);
+        assert!(h.store.claim_deliveries(far, far, 10).await?.is_empty());
+        assert_eq!(h.store.defer_deliveries(&[], lease, later).await?, 0);
+        Ok(())
+    }
+
     fn lease_of(t: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
         t + Duration::from_secs(30)
     }
@@ -2158,6 +2206,7 @@ conformance!(
     concurrent_reminder_queuers_queue_each_reminder_once,
     an_append_queues_notifications_for_the_awaited_seats_with_webhooks,
     claimed_deliveries_are_leased_retried_and_recorded,
+    deferred_deliveries_come_back_later_unattempted,
     a_replaced_or_removed_webhook_redirects_or_cancels_its_queue,
     two_workers_never_claim_the_same_notification,
     a_load_from_a_snapshot_lists_the_request_ids_before_it,

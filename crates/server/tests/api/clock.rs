@@ -128,7 +128,7 @@ async fn view(service: &Service, id: MatchId, token: &str) -> pb::MatchView {
 }
 
 /// A store URL for `backend`: a scratch PostgreSQL database, or SQLite in a scratch directory.
-async fn database(backend: Backend) -> (String, Option<ScratchDb>, tempdir::Dir) {
+pub(crate) async fn database(backend: Backend) -> (String, Option<ScratchDb>, tempdir::Dir) {
     let dir = tempdir::Dir::new();
     match backend {
         Backend::Postgres => {
@@ -143,12 +143,12 @@ async fn database(backend: Backend) -> (String, Option<ScratchDb>, tempdir::Dir)
     }
 }
 
-mod tempdir {
+pub(crate) mod tempdir {
     /// A directory removed on drop.
-    pub(super) struct Dir(pub(super) std::path::PathBuf);
+    pub(crate) struct Dir(pub(crate) std::path::PathBuf);
 
     impl Dir {
-        pub(super) fn new() -> Dir {
+        pub(crate) fn new() -> Dir {
             let path = std::env::temp_dir().join(format!("missive-clock-{}", uuid::Uuid::new_v4()));
             std::fs::create_dir_all(&path).expect("a scratch directory");
             Dir(path)

@@ -110,6 +110,36 @@ pub(super) async fn claim(
     rows.into_iter().map(ClaimRow::into_delivery).collect()
 }
 
+pub(super) async fn defer(
+    pool: &PgPool,
+    keys: &[DeliveryKey],
+    lease_until: DateTime<Utc>,
+    due_at: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    let keys = keys
+        .iter()
+        .map(KeyValues::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let deferred = sqlx::query(
+        "UPDATE webhook_outbox o SET next_attempt_at = $1, lease_until = NULL
+        FROM UNNEST($3::text[], $4::bigint[], $5::smallint[], $6::text[])
+            AS k(match_id, seq, seat, kind)
+        WHERE o.match_id = k.match_id::uuid AND o.seq = k.seq AND o.seat = k.seat
+            AND o.kind = k.kind AND o.lease_until = $2 AND o.next_attempt_at IS NOT NULL
+            AND o.delivered_at IS NULL",
+    )
+    .bind(Time::from(due_at))
+    .bind(Time::from(lease_until))
+    .bind(keys.iter().map(|k| k.match_id.clone()).collect::<Vec<_>>())
+    .bind(keys.iter().map(|k| k.seq).collect::<Vec<_>>())
+    .bind(keys.iter().map(|k| k.seat).collect::<Vec<_>>())
+    .bind(keys.iter().map(|k| k.kind).collect::<Vec<_>>())
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    Ok(deferred.rows_affected())
+}
+
 pub(super) async fn record(
     pool: &PgPool,
     key: DeliveryKey,

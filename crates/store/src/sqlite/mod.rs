@@ -191,6 +191,15 @@ impl Backend for Sqlite {
         outbox::claim(&self.pool, now, lease_until, limit).await
     }
 
+    async fn defer_deliveries(
+        &self,
+        keys: &[DeliveryKey],
+        lease_until: DateTime<Utc>,
+        due_at: DateTime<Utc>,
+    ) -> Answer<u64> {
+        outbox::defer(&self.pool, keys, lease_until, due_at).await
+    }
+
     async fn record_delivery(
         &self,
         key: DeliveryKey,

@@ -122,6 +122,32 @@ pub(super) async fn claim(
     rows.into_iter().map(ClaimRow::into_delivery).collect()
 }
 
+pub(super) async fn defer(
+    pool: &SqlitePool,
+    keys: &[DeliveryKey],
+    lease_until: DateTime<Utc>,
+    due_at: DateTime<Utc>,
+) -> Result<u64, StoreError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut deferred = 0;
+    for key in keys {
+        deferred += sqlx::query(
+            "UPDATE webhook_outbox SET next_attempt_at = ?1, lease_until = NULL
+            WHERE match_id = ?3 AND seq = ?4 AND seat = ?5 AND kind = ?6
+                AND lease_until = ?2 AND next_attempt_at IS NOT NULL AND delivered_at IS NULL",
+        )
+        .bind(Time::from(due_at))
+        .bind(Time::from(lease_until))
+        .params(KeyValues::new(key)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?
+        .rows_affected();
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(deferred)
+}
+
 pub(super) async fn record(
     pool: &SqlitePool,
     key: DeliveryKey,
