@@ -52,13 +52,14 @@ impl Params<Postgres> for SeatColumns {
 
 /// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
 /// start fills them (`$14`…, [`SeatColumns`]), its first pending turns (`$18`…,
-/// [`TurnColumns`], its `continuing` unused) and its first events (`$23`…, [`EventColumns`]). The new rows are
+/// [`TurnColumns`], its `continuing` unused), its first events (`$23`…, [`EventColumns`]) and
+/// its creator (`$32`). The new rows are
 /// invisible to everyone else until it commits.
 const CREATE: &str = "WITH m AS (
         INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
             seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
-            updated_at)
-        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+            updated_at, creator)
+        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $32)
         RETURNING match_id
     ), s AS (
         INSERT INTO seats (match_id, seat, player, token_hash, bot)
@@ -96,6 +97,7 @@ pub(super) async fn create(
             m.start.turns.as_deref().unwrap_or_default(),
         ))
         .params(EventColumns::new(events)?)
+        .bind(m.creator.as_deref())
         .execute(&pg.pool)
         .await;
     match result {
@@ -106,6 +108,25 @@ pub(super) async fn create(
         Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
         Err(e) => Err(db(e)),
     }
+}
+
+/// How many of `creator`'s matches are open or active, counting no further than `limit`
+/// (through the partial index `matches_creator_unfinished`).
+pub(super) async fn unfinished_by_creator(
+    pool: &PgPool,
+    creator: &str,
+    limit: u32,
+) -> Result<u32, StoreError> {
+    let (count,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM (SELECT 1 FROM matches
+             WHERE creator = $1 AND status IN ('open', 'active') LIMIT $2) c",
+    )
+    .bind(creator)
+    .bind(i64::from(limit))
+    .fetch_one(pool)
+    .await
+    .map_err(db)?;
+    Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
 pub(super) async fn get(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
