@@ -12,6 +12,7 @@ mod golden;
 mod grpc;
 mod helpers;
 mod http;
+mod limits;
 mod lopti;
 mod replicas;
 mod retries;
