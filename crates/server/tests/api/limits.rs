@@ -484,7 +484,7 @@ async fn watch_streams_are_capped_per_client_and_per_server() {
 async fn a_client_trickling_its_headers_is_cut_off_after_the_header_timeout() {
     let app = spawn(&[("MISSIVE_HEADER_READ_TIMEOUT_SECS", "1")]).await;
     let addr = app.http_base.trim_start_matches("http://").to_owned();
-    let mut stream = tokio::net::TcpStream::connect(&addr)
+    let stream = tokio::net::TcpStream::connect(&addr)
         .await
         .expect("connect");
     stream.set_nodelay(true).expect("nodelay");
