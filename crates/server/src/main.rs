@@ -18,7 +18,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 async fn main() -> anyhow::Result<ExitCode> {
     Ok(match Cli::parse().into_command() {
         Command::Serve(config) => {
-            serve(config).await?;
+            serve(*config).await?;
             ExitCode::SUCCESS
         }
         Command::Verify(args) => cli::verify(&args),

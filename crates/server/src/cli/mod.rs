@@ -38,14 +38,16 @@ pub struct Cli {
 impl Cli {
     /// The command to run: `serve` with the top-level settings when none was named.
     pub fn into_command(self) -> Command {
-        self.command.unwrap_or(Command::Serve(self.serve))
+        self.command
+            .unwrap_or_else(|| Command::Serve(Box::new(self.serve)))
     }
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the server (the default).
-    Serve(Config),
+    /// Run the server (the default). Boxed: the server's settings outweigh every other
+    /// command's arguments.
+    Serve(Box<Config>),
     /// Check a finished match's history offline: recompute the hash chain, check the seed
     /// against its commitment and replay every action through the rules.
     Verify(VerifyArgs),

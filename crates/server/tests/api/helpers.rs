@@ -90,7 +90,6 @@ fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
     ]
     .into_iter()
     .chain(RAISED_LIMITS)
-    .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
 }
