@@ -101,6 +101,16 @@ pub(crate) struct Server {
     pub(crate) http: reqwest::Client,
 }
 
+/// The per-client limits, raised (see [`Server::start`]).
+const RAISED_LIMITS: [(&str, &str); 6] = [
+    ("MISSIVE_RATE_LIMIT_PER_SEC", "1000000"),
+    ("MISSIVE_RATE_LIMIT_BURST", "1000000"),
+    ("MISSIVE_CREATE_LIMIT_PER_MIN", "100000000"),
+    ("MISSIVE_CREATE_LIMIT_BURST", "1000000"),
+    ("MISSIVE_MAX_OPEN_MATCHES", "1000000"),
+    ("MISSIVE_MAX_WATCHES_PER_CLIENT", "1000000"),
+];
+
 /// The binary under test.
 pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_missive")
@@ -108,7 +118,9 @@ pub(crate) fn binary() -> &'static str {
 
 impl Server {
     /// Starts a server on `store` on free loopback ports, with `extra` settings on top of the
-    /// defaults (which are the binary's own, except a quiet log).
+    /// defaults (which are the binary's own, except a quiet log and the per-client limits:
+    /// every player of these tests is the one loopback address, so they are raised far above
+    /// what the tests ask).
     pub(crate) async fn start(store: &Store, extra: &[(&str, &str)]) -> Server {
         let mut env: Vec<(String, String)> = vec![
             ("MISSIVE_GRPC_ADDR".into(), "127.0.0.1:0".into()),
@@ -119,6 +131,11 @@ impl Server {
             ),
             ("RUST_LOG".into(), "warn".into()),
         ];
+        env.extend(
+            RAISED_LIMITS
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         if let Some(url) = &store.database_url {
             env.push(("DATABASE_URL".into(), url.clone()));
         }

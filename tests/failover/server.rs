@@ -12,6 +12,15 @@ pub(crate) struct Missive {
     data_dir: PathBuf,
 }
 
+const RAISED_LIMITS: [(&str, &str); 6] = [
+    ("MISSIVE_RATE_LIMIT_PER_SEC", "1000000"),
+    ("MISSIVE_RATE_LIMIT_BURST", "1000000"),
+    ("MISSIVE_CREATE_LIMIT_PER_MIN", "100000000"),
+    ("MISSIVE_CREATE_LIMIT_BURST", "1000000"),
+    ("MISSIVE_MAX_OPEN_MATCHES", "1000000"),
+    ("MISSIVE_MAX_WATCHES_PER_CLIENT", "1000000"),
+];
+
 impl Missive {
     /// Starts the server with `env` on top of the test's environment and reads the addresses
     /// it prints.
@@ -25,6 +34,9 @@ impl Missive {
             .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
             .env("MISSIVE_DATA_DIR", &data_dir)
             .env("RUST_LOG", "warn")
+            // Every player here is the one loopback address: the per-client limits are raised
+            // far above what the test asks.
+            .envs(RAISED_LIMITS)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

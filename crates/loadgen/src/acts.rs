@@ -7,6 +7,7 @@
 //! awaits one seat at a time, so at most `tables` actions are in flight. When a match ends the
 //! pair opens the next one (create and two joins, not counted as actions).
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -27,6 +28,8 @@ pub(crate) struct Played {
     pub(crate) matches: u64,
     /// Matches played to the end during the step.
     pub(crate) finished: u64,
+    /// The abusive client's calls, when there was one.
+    pub(crate) flood: Flood,
 }
 
 /// A small deterministic generator, so a run's choices can be repeated.
@@ -52,11 +55,75 @@ fn authed<T>(message: T, token: &str) -> Result<tonic::Request<T>> {
 }
 
 pub(crate) async fn connect(grpc: &str) -> Result<Client> {
+    connect_from(grpc, None).await
+}
+
+/// A connection from the local address `from` (any of 127.0.0.0/8 on loopback), so that a
+/// server keying its per-client limits by address sees each simulated player as its own client.
+pub(crate) async fn connect_from(grpc: &str, from: Option<IpAddr>) -> Result<Client> {
     let channel = Endpoint::from_shared(grpc.to_owned())?
+        .local_address(from)
         .connect()
         .await
         .with_context(|| format!("connecting to {grpc}"))?;
     Ok(MissiveClient::new(channel))
+}
+
+/// The loopback address of player `n` (127.0.x.y from 127.0.1.1 on): distinct for 65,000 players.
+fn player_address(n: usize) -> IpAddr {
+    let n = n + 257;
+    IpAddr::V4(Ipv4Addr::new(127, 0, (n >> 8) as u8, n as u8))
+}
+
+/// The loopback address the flooder sends from, shared by all its calls: one client.
+pub(crate) const FLOODER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 255, 0, 1));
+
+/// How the players play and who else calls meanwhile.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Options {
+    /// Each player waits this long before each of its actions (a person thinks).
+    pub(crate) think: Duration,
+    /// Calls in flight at once from one abusive client (one address) during the window:
+    /// `ListMatches` in a loop, as fast as they are answered or refused.
+    pub(crate) flood: usize,
+}
+
+/// What the flooder got.
+#[derive(Debug, Default)]
+pub(crate) struct Flood {
+    pub(crate) answered: u64,
+    pub(crate) refused: u64,
+    pub(crate) failed: u64,
+}
+
+/// `tasks` calls in flight from one client until `deadline`.
+async fn flood(grpc: String, tasks: usize, deadline: Instant) -> Result<Flood> {
+    let client = connect_from(&grpc, Some(FLOODER)).await?;
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..tasks {
+        let mut client = client.clone();
+        set.spawn(async move {
+            let mut got = Flood::default();
+            while Instant::now() < deadline {
+                match client.list_matches(pb::ListMatchesRequest::default()).await {
+                    Ok(_) => got.answered += 1,
+                    Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                        got.refused += 1
+                    }
+                    Err(_) => got.failed += 1,
+                }
+            }
+            got
+        });
+    }
+    let mut total = Flood::default();
+    while let Some(got) = set.join_next().await {
+        let got = got?;
+        total.answered += got.answered;
+        total.refused += got.refused;
+        total.failed += got.failed;
+    }
+    Ok(total)
 }
 
 fn is_over(view: &pb::MatchView) -> bool {
@@ -70,20 +137,34 @@ fn is_over(view: &pb::MatchView) -> bool {
 }
 
 /// Plays for `window` with `tables` matches at once; `seed` makes the choices repeatable.
-pub(crate) async fn play(grpc: &str, tables: usize, window: Duration, seed: u64) -> Result<Played> {
-    // Connections first, so connecting is not part of the window.
+pub(crate) async fn play(
+    grpc: &str,
+    tables: usize,
+    window: Duration,
+    seed: u64,
+    options: Options,
+) -> Result<Played> {
+    // Connections first, so connecting is not part of the window; each player its own address.
     let mut pairs = Vec::with_capacity(tables);
-    for _ in 0..tables {
-        pairs.push([connect(grpc).await?, connect(grpc).await?]);
+    for t in 0..tables {
+        pairs.push([
+            connect_from(grpc, Some(player_address(2 * t))).await?,
+            connect_from(grpc, Some(player_address(2 * t + 1))).await?,
+        ]);
     }
     let started = Instant::now();
     let deadline = started + window;
+    let flooder =
+        (options.flood > 0).then(|| tokio::spawn(flood(grpc.to_owned(), options.flood, deadline)));
     let mut tasks = tokio::task::JoinSet::new();
     for (i, pair) in pairs.into_iter().enumerate() {
         let rng = Lcg(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        tasks.spawn(table(pair, deadline, rng));
+        tasks.spawn(table(pair, deadline, rng, options.think));
     }
     let mut played = Played::default();
+    if let Some(flooder) = flooder {
+        played.flood = flooder.await??;
+    }
     while let Some(done) = tasks.join_next().await {
         let one = done??;
         played.acts.merge(one.acts);
@@ -95,7 +176,12 @@ pub(crate) async fn play(grpc: &str, tables: usize, window: Duration, seed: u64)
 }
 
 /// Two players at one table, playing match after match until the deadline.
-async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Played> {
+async fn table(
+    pair: [Client; 2],
+    deadline: Instant,
+    mut rng: Lcg,
+    think: Duration,
+) -> Result<Played> {
     let mut played = Played::default();
     let [mut first, mut second] = pair;
     while Instant::now() < deadline {
@@ -137,8 +223,24 @@ async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Pla
         let (a, b) = (seats[0].clone(), seats[1].clone());
         let mut rng_b = Lcg(rng.0.rotate_left(17) ^ 0xB5);
         let (ra, rb) = tokio::join!(
-            player(first.clone(), &id, a.0, &a.1, after, deadline, &mut rng),
-            player(second.clone(), &id, b.0, &b.1, after, deadline, &mut rng_b),
+            player(
+                first.clone(),
+                &id,
+                (a.0, &a.1),
+                after,
+                deadline,
+                think,
+                &mut rng
+            ),
+            player(
+                second.clone(),
+                &id,
+                (b.0, &b.1),
+                after,
+                deadline,
+                think,
+                &mut rng_b
+            ),
         );
         let (a_done, a_acts) = ra?;
         let (b_done, b_acts) = rb?;
@@ -155,10 +257,10 @@ async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg) -> Result<Pla
 async fn player(
     mut client: Client,
     id: &str,
-    seat: u32,
-    token: &str,
+    (seat, token): (u32, &str),
     after: u64,
     deadline: Instant,
+    think: Duration,
     rng: &mut Lcg,
 ) -> Result<(bool, Step)> {
     let mut acts = Step::default();
@@ -188,6 +290,9 @@ async fn player(
                     "seat {seat} is awaited at version {} with no legal action",
                     view.version
                 );
+            }
+            if !think.is_zero() {
+                tokio::time::sleep(think).await;
             }
             let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
             let request = pb::ActRequest {

@@ -63,6 +63,13 @@ struct Cli {
     /// With --target: the server's process id, for its memory.
     #[arg(long, global = true)]
     server_pid: Option<u32>,
+
+    /// The per-client limits of the server started here: `raised` far above what the run
+    /// asks (the limiter counts every call and refuses none), `off` (no limiter state at all),
+    /// or `default` (the server's own defaults). Each simulated player calls from its own
+    /// loopback address, so each is its own client.
+    #[arg(long, global = true, value_enum, default_value_t = server::Limits::Raised)]
+    server_limits: server::Limits,
 }
 
 #[derive(Debug, Subcommand)]
@@ -84,6 +91,13 @@ enum Mode {
         /// Also time gRPC health checks at each concurrency, in the same run.
         #[arg(long)]
         floor: bool,
+        /// Milliseconds each player waits before each of its actions.
+        #[arg(long, default_value_t = 0)]
+        think_ms: u64,
+        /// Calls in flight from one abusive client (one address) during each acts step:
+        /// `ListMatches` in a loop. 0: none.
+        #[arg(long, default_value_t = 0)]
+        flood: usize,
     },
     /// Idle watch streams and the server's memory per stream.
     Watch {
@@ -111,7 +125,13 @@ async fn start(cli: &Cli) -> Result<Server> {
                 Some(bin) => bin.clone(),
                 None => std::env::current_exe()?.with_file_name("missive"),
             };
-            Server::spawn(&bin, &cli.database_url, cli.db_connections).await
+            Server::spawn(
+                &bin,
+                &cli.database_url,
+                cli.db_connections,
+                cli.server_limits,
+            )
+            .await
         }
     }
 }
@@ -143,6 +163,7 @@ fn machine() -> String {
     format!("{cores} cores, load average {load} at start")
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_acts(
     cli: &Cli,
     server: &Server,
@@ -151,6 +172,7 @@ async fn run_acts(
     rounds: usize,
     seed: u64,
     floor: bool,
+    options: acts::Options,
 ) -> Result<()> {
     let window = Duration::from_secs(secs.max(1));
     let raw_url = server.database_url.clone();
@@ -167,6 +189,22 @@ async fn run_acts(
          acts in flight; raw: C writers over at most {} connections; server pool {} connections",
         cli.db_connections, cli.db_connections
     );
+    if cli.target.is_none() {
+        println!("server limits: {:?}", cli.server_limits);
+    }
+    if !options.think.is_zero() {
+        println!(
+            "each player waits {} ms before each action",
+            options.think.as_millis()
+        );
+    }
+    if options.flood > 0 {
+        println!(
+            "meanwhile one client ({}) keeps {} ListMatches calls in flight",
+            acts::FLOODER,
+            options.flood
+        );
+    }
     if floor {
         println!(
             "floor: C gRPC health checks in flight (one connection each), a step of its own in \
@@ -193,7 +231,7 @@ async fn run_acts(
                 raw_step.append(raw::inserts(url, c, cli.db_connections, window).await?);
             }
             let cpu_before = server.cpu_time();
-            let one = acts::play(&server.grpc, c, window, seed ^ round as u64).await?;
+            let one = acts::play(&server.grpc, c, window, seed ^ round as u64, options).await?;
             server_cpu = match (server_cpu, cpu_before, server.cpu_time()) {
                 (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
                 _ => None,
@@ -201,6 +239,9 @@ async fn run_acts(
             played.acts.append(one.acts);
             played.matches += one.matches;
             played.finished += one.finished;
+            played.flood.answered += one.flood.answered;
+            played.flood.refused += one.flood.refused;
+            played.flood.failed += one.flood.failed;
             if floor {
                 checks.append(floor::checks(&server.grpc, c, window).await?);
             }
@@ -238,6 +279,15 @@ async fn run_acts(
             raw_step.percentile_ms(50.0),
             raw_step.percentile_ms(99.0),
         );
+        if options.flood > 0 {
+            let per_sec = |n: u64| n as f64 / (window.as_secs_f64() * rounds.max(1) as f64);
+            println!(
+                "  flood at {c} clients: {:.0}/s answered, {:.0}/s refused (RESOURCE_EXHAUSTED), {:.0}/s failed otherwise",
+                per_sec(played.flood.answered),
+                per_sec(played.flood.refused),
+                per_sec(played.flood.failed)
+            );
+        }
         if !played.acts.errors.is_empty()
             || !raw_step.errors.is_empty()
             || !checks.errors.is_empty()
@@ -300,7 +350,18 @@ async fn main() -> Result<()> {
             rounds,
             seed,
             floor,
-        } => run_acts(&cli, &server, clients, *secs, *rounds, *seed, *floor).await,
+            think_ms,
+            flood,
+        } => {
+            let options = acts::Options {
+                think: Duration::from_millis(*think_ms),
+                flood: *flood,
+            };
+            run_acts(
+                &cli, &server, clients, *secs, *rounds, *seed, *floor, options,
+            )
+            .await
+        }
         Mode::Watch {
             streams,
             per_match,

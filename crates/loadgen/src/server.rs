@@ -9,6 +9,36 @@ use std::process::{Child, Command, Stdio};
 use anyhow::{Context, Result, bail};
 use sqlx::Connection;
 
+/// The per-client limits of a server started here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Limits {
+    /// Far above what a run asks: every call is counted, none refused.
+    Raised,
+    /// Every limit off (0).
+    Off,
+    /// The server's defaults.
+    Default,
+}
+
+impl Limits {
+    fn env(self) -> Vec<(&'static str, &'static str)> {
+        let names = [
+            "MISSIVE_RATE_LIMIT_PER_SEC",
+            "MISSIVE_RATE_LIMIT_BURST",
+            "MISSIVE_CREATE_LIMIT_PER_MIN",
+            "MISSIVE_CREATE_LIMIT_BURST",
+            "MISSIVE_MAX_OPEN_MATCHES",
+            "MISSIVE_MAX_WATCHES_PER_CLIENT",
+            "MISSIVE_MAX_WATCHES",
+        ];
+        match self {
+            Limits::Raised => names.iter().map(|n| (*n, "1000000000")).collect(),
+            Limits::Off => names.iter().map(|n| (*n, "0")).collect(),
+            Limits::Default => Vec::new(),
+        }
+    }
+}
+
 /// A server for one run.
 #[derive(Debug)]
 pub(crate) struct Server {
@@ -47,7 +77,12 @@ impl Server {
 
     /// Creates a fresh database and starts `bin` on it, with `db_connections` pooled
     /// connections; returns once the server prints its gRPC address.
-    pub(crate) async fn spawn(bin: &Path, admin_url: &str, db_connections: u32) -> Result<Self> {
+    pub(crate) async fn spawn(
+        bin: &Path,
+        admin_url: &str,
+        db_connections: u32,
+        limits: Limits,
+    ) -> Result<Self> {
         if !bin.exists() {
             bail!(
                 "no server binary at {} (build it with `cargo build --release -p missive-server`, \
@@ -82,6 +117,7 @@ impl Server {
             .env("DATABASE_URL", &database_url)
             // One log line per action would measure the terminal, not the server.
             .env("RUST_LOG", "warn")
+            .envs(limits.env())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

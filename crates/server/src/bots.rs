@@ -34,7 +34,8 @@ pub fn strategy(name: &str) -> Result<&'static str, String> {
     }
     STRATEGIES.into_iter().find(|s| *s == name).ok_or_else(|| {
         format!(
-            "unknown bot strategy {name:?} (known: {})",
+            "unknown bot strategy {} (known: {})",
+            crate::limits::shown(name),
             STRATEGIES.join(", ")
         )
     })

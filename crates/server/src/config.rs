@@ -29,6 +29,10 @@ pub struct Config {
     #[command(flatten)]
     pub watch: Watch,
     #[command(flatten)]
+    pub limits: Limits,
+    #[command(flatten)]
+    pub connections: Connections,
+    #[command(flatten)]
     pub browsers: Browsers,
     #[command(flatten)]
     pub logs: Logs,
@@ -103,6 +107,120 @@ pub struct Requests {
     /// Requests served at once per transport; more wait.
     #[arg(long, env = "MISSIVE_CONCURRENCY_LIMIT", default_value_t = 256)]
     pub concurrency_limit: usize,
+
+    /// HTTP listener: seconds a client has to send a request's headers once it starts one (a
+    /// connection sending them slower is closed).
+    #[arg(long, env = "MISSIVE_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
+    pub header_read_timeout_secs: u64,
+
+    /// HTTP listener: seconds a client has to send a request's body (slower: 408).
+    #[arg(long, env = "MISSIVE_BODY_READ_TIMEOUT_SECS", default_value_t = 10)]
+    pub body_read_timeout_secs: u64,
+}
+
+/// Per-client limits on the API (both transports; docs/API.md, "Limits"). Health checks,
+/// metrics, reflection, the OpenAPI document and the web client are never limited. Over a
+/// limit: RESOURCE_EXHAUSTED, HTTP 429 with `Retry-After`. 0 turns a limit off.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Limits {
+    /// API requests one client may make per second, on average, on each server.
+    #[arg(long, env = "MISSIVE_RATE_LIMIT_PER_SEC", default_value_t = 20)]
+    pub rate_limit_per_sec: u32,
+
+    /// API requests one client may make at once after a quiet spell.
+    #[arg(long, env = "MISSIVE_RATE_LIMIT_BURST", default_value_t = 40)]
+    pub rate_limit_burst: u32,
+
+    /// Matches one client may create per minute on each server; each bot seat asked for counts
+    /// as one creation more.
+    #[arg(long, env = "MISSIVE_CREATE_LIMIT_PER_MIN", default_value_t = 10)]
+    pub create_limit_per_min: u32,
+
+    /// Match creations (bot seats included) one client may make at once.
+    #[arg(long, env = "MISSIVE_CREATE_LIMIT_BURST", default_value_t = 10)]
+    pub create_limit_burst: u32,
+
+    /// Unfinished (open or active) matches one creator may have, across replicas.
+    #[arg(long, env = "MISSIVE_MAX_OPEN_MATCHES", default_value_t = 20)]
+    pub max_open_matches: u32,
+
+    /// Watch streams (gRPC and SSE together) one client may hold open on each server.
+    #[arg(long, env = "MISSIVE_MAX_WATCHES_PER_CLIENT", default_value_t = 32)]
+    pub max_watches_per_client: u32,
+
+    /// Watch streams each server holds open, all clients together.
+    #[arg(long, env = "MISSIVE_MAX_WATCHES", default_value_t = 10_000)]
+    pub max_watches: u32,
+
+    /// Proxies (addresses or networks, comma-separated, such as `10.0.0.0/8,::1`) whose
+    /// `Forwarded` / `X-Forwarded-For` headers name the client. Empty (the default): the
+    /// headers are ignored and each client is its peer address.
+    #[arg(long, env = "MISSIVE_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<crate::ratelimit::Network>,
+}
+
+impl Limits {
+    /// The limiter's settings.
+    pub fn settings(&self) -> crate::ratelimit::Settings {
+        crate::ratelimit::Settings {
+            requests_per_sec: self.rate_limit_per_sec,
+            request_burst: self.rate_limit_burst,
+            creates_per_min: self.create_limit_per_min,
+            create_burst: self.create_limit_burst,
+            max_open_matches: self.max_open_matches,
+            max_watches_per_client: self.max_watches_per_client,
+            max_watches: self.max_watches,
+            trusted_proxies: crate::ratelimit::TrustedProxies(self.trusted_proxies.clone()),
+        }
+    }
+}
+
+/// gRPC connections: HTTP/2 keep-alive pings find dead or stalled peers and close their
+/// connections. 0 turns a setting off.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Connections {
+    /// Seconds between HTTP/2 keep-alive pings the gRPC server sends on a connection.
+    #[arg(
+        long,
+        env = "MISSIVE_GRPC_KEEPALIVE_INTERVAL_SECS",
+        default_value_t = 60
+    )]
+    pub grpc_keepalive_interval_secs: u64,
+
+    /// Seconds a peer has to answer a keep-alive ping before its connection is closed.
+    #[arg(
+        long,
+        env = "MISSIVE_GRPC_KEEPALIVE_TIMEOUT_SECS",
+        default_value_t = 20
+    )]
+    pub grpc_keepalive_timeout_secs: u64,
+
+    /// Seconds after which a gRPC connection is asked to go away (GOAWAY; its calls in flight
+    /// get a minute to finish, watch streams resume on a new connection); 0: never.
+    #[arg(
+        long,
+        env = "MISSIVE_GRPC_MAX_CONNECTION_AGE_SECS",
+        default_value_t = 0
+    )]
+    pub grpc_max_connection_age_secs: u64,
+}
+
+impl Connections {
+    fn secs(secs: u64) -> Option<Duration> {
+        (secs > 0).then(|| Duration::from_secs(secs))
+    }
+
+    pub fn keepalive_interval(&self) -> Option<Duration> {
+        Self::secs(self.grpc_keepalive_interval_secs)
+    }
+
+    pub fn keepalive_timeout(&self) -> Option<Duration> {
+        Self::secs(self.grpc_keepalive_timeout_secs)
+    }
+
+    pub fn max_connection_age(&self) -> Option<Duration> {
+        Self::secs(self.grpc_max_connection_age_secs)
+    }
 }
 
 /// Turn deadlines and bot turns.
@@ -330,6 +448,7 @@ impl Browsers {
                     name("grpc-timeout"),
                 ])
                 .expose_headers([
+                    header::RETRY_AFTER,
                     name("grpc-status"),
                     name("grpc-message"),
                     name("grpc-status-details-bin"),
@@ -378,6 +497,14 @@ impl Turns {
 impl Requests {
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.request_timeout_secs.max(1))
+    }
+
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.header_read_timeout_secs.max(1))
+    }
+
+    pub fn body_read_timeout(&self) -> Duration {
+        Duration::from_secs(self.body_read_timeout_secs.max(1))
     }
 }
 
@@ -518,6 +645,27 @@ mod tests {
             let row = format!("| `--{long}` | `{}` |", env.to_string_lossy());
             assert!(table.contains(&row), "README.md lacks the row {row}");
         }
+    }
+
+    #[test]
+    fn limits_are_on_by_default_and_proxies_are_trusted_only_when_listed() {
+        let config = Config::parse_from(["missive"]);
+        let limits = &config.limits;
+        assert!(limits.rate_limit_per_sec > 0 && limits.rate_limit_burst > 0);
+        assert!(
+            limits.create_limit_per_min > 0
+                && limits.create_limit_per_min < limits.rate_limit_per_sec * 60
+        );
+        assert!(limits.max_open_matches > 0);
+        assert!(limits.max_watches_per_client > 0 && limits.max_watches > 0);
+        assert!(limits.trusted_proxies.is_empty());
+        assert!(config.connections.keepalive_interval().is_some());
+        let config = Config::parse_from(["missive", "--trusted-proxies", "10.0.0.0/8, ::1"]);
+        let trusted = config.limits.settings().trusted_proxies;
+        assert!(trusted.trusts("10.2.3.4".parse().unwrap()));
+        assert!(trusted.trusts("::1".parse().unwrap()));
+        assert!(!trusted.trusts("192.0.2.1".parse().unwrap()));
+        assert!(Config::try_parse_from(["missive", "--trusted-proxies", "10.0.0.0/40"]).is_err());
     }
 
     #[test]

@@ -98,6 +98,13 @@ pub enum ApiError {
     /// The request is larger than the server accepts.
     #[error("{0}")]
     TooLarge(String),
+    /// The client is over one of its limits (`ratelimit.rs`): HTTP 429 with `Retry-After`,
+    /// gRPC with a `google.rpc.RetryInfo` detail. The message names the limit.
+    #[error("{message}")]
+    Exhausted {
+        message: String,
+        retry_after: std::time::Duration,
+    },
     /// The store cannot be reached; retrying later may work.
     #[error("the match store is unavailable")]
     Unavailable(String),
@@ -135,7 +142,7 @@ impl ApiError {
             ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
             ApiError::PermissionDenied(_) => "PERMISSION_DENIED",
             ApiError::NotFound(_) => "NOT_FOUND",
-            ApiError::TooLarge(_) => "RESOURCE_EXHAUSTED",
+            ApiError::TooLarge(_) | ApiError::Exhausted { .. } => "RESOURCE_EXHAUSTED",
             ApiError::Unavailable(_) | ApiError::Draining(_) => "UNAVAILABLE",
             ApiError::Internal(_) => "INTERNAL",
         }
@@ -174,6 +181,7 @@ impl ApiError {
             ApiError::PermissionDenied(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Exhausted { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) | ApiError::Draining(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -202,11 +210,19 @@ impl From<ApiError> for tonic::Status {
             ApiError::Unauthenticated(_) => Code::Unauthenticated,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
             ApiError::NotFound(_) => Code::NotFound,
-            ApiError::TooLarge(_) => Code::ResourceExhausted,
+            ApiError::TooLarge(_) | ApiError::Exhausted { .. } => Code::ResourceExhausted,
             ApiError::Unavailable(_) | ApiError::Draining(_) => Code::Unavailable,
             ApiError::Internal(_) => Code::Internal,
         };
         let rule = err.rule().map(str::to_owned);
+        if let ApiError::Exhausted { retry_after, .. } = &err {
+            use tonic_types::{ErrorDetails, StatusExt};
+            return tonic::Status::with_error_details(
+                code,
+                err.public_message(),
+                ErrorDetails::with_retry_info(Some(*retry_after)),
+            );
+        }
         let mut status = tonic::Status::new(code, err.public_message());
         if let Some(rule) = rule
             && let Ok(value) = rule.parse()
@@ -219,7 +235,14 @@ impl From<ApiError> for tonic::Status {
 
 impl axum::response::IntoResponse for ApiError {
     fn into_response(self) -> axum::response::Response {
-        (self.http_status(), axum::Json(self.http_body())).into_response()
+        let mut response = (self.http_status(), axum::Json(self.http_body())).into_response();
+        if let ApiError::Exhausted { retry_after, .. } = &self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                crate::ratelimit::retry_secs(*retry_after).into(),
+            );
+        }
+        response
     }
 }
 

@@ -12,6 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::auth;
+use crate::ratelimit::Client;
 use crate::service::{Caller, Service};
 
 /// The tonic service.
@@ -57,9 +58,13 @@ impl Missive for Grpc {
         &self,
         request: Request<pb::CreateMatchRequest>,
     ) -> Result<Response<pb::CreateMatchResponse>, Status> {
+        let client = request.extensions().get::<Client>().cloned();
         Ok(Response::new(
             self.service
-                .bounded(self.service.create_match(request.into_inner()))
+                .bounded(
+                    self.service
+                        .create_match_by(client.as_ref(), request.into_inner()),
+                )
                 .await?,
         ))
     }
@@ -107,8 +112,17 @@ impl Missive for Grpc {
         request: Request<pb::WatchMatchRequest>,
     ) -> Result<Response<Self::WatchMatchStream>, Status> {
         let caller = caller(&request)?;
+        // The stream's place under the watch caps, held as long as the stream.
+        let permit = request
+            .extensions()
+            .get::<Client>()
+            .map(Client::open_watch)
+            .transpose()?;
         let rx = self.service.watch(&caller, request.into_inner()).await?;
-        let stream = ReceiverStream::new(rx).map(|item| item.map_err(Status::from));
+        let stream = ReceiverStream::new(rx).map(move |item| {
+            let _held = &permit;
+            item.map_err(Status::from)
+        });
         Ok(Response::new(Box::pin(stream)))
     }
 

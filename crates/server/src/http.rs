@@ -11,10 +11,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Path, Query, Request, State};
+use axum::extract::{
+    ConnectInfo, DefaultBodyLimit, Extension, FromRequest, MatchedPath, Path, Query, Request, State,
+};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -31,6 +32,7 @@ use tower::ServiceBuilder;
 
 use crate::auth;
 use crate::error::{ApiError, ApiResult};
+use crate::ratelimit::{self, Client, Limiter};
 use crate::service::{Caller, Service};
 use crate::{Config, metrics, openapi, routes};
 
@@ -113,11 +115,17 @@ fn query_seat(query: &HashMap<String, String>) -> ApiResult<Option<u32>> {
 
 async fn create_match(
     State(service): State<AppState>,
+    client: Option<Extension<Client>>,
     ProtoJson(request): ProtoJson<pb::CreateMatchRequest>,
 ) -> ApiResult<impl IntoResponse> {
+    let client = client.map(|Extension(client)| client);
     Ok((
         StatusCode::CREATED,
-        Reply(service.bounded(service.create_match(request)).await?),
+        Reply(
+            service
+                .bounded(service.create_match_by(client.as_ref(), request))
+                .await?,
+        ),
     ))
 }
 
@@ -319,6 +327,7 @@ async fn watch_match(
     State(service): State<AppState>,
     Path(id): Path<String>,
     caller: Caller,
+    client: Option<Extension<Client>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let after_version = match query.get("afterVersion") {
@@ -332,8 +341,11 @@ async fn watch_match(
         after_version,
         seat: query_seat(&query)?,
     };
+    // The stream's place under the watch caps, held as long as the stream.
+    let permit = client.map(|Extension(c)| c.open_watch()).transpose()?;
     let rx = service.watch(&caller, request).await?;
-    let stream = ReceiverStream::new(rx).map(|item| {
+    let stream = ReceiverStream::new(rx).map(move |item| {
+        let _held = &permit;
         Ok(match item {
             Ok(update) => Event::default()
                 .event("update")
@@ -502,9 +514,9 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
 }
 
 /// The router, with its tower layers: CORS (when configured), request spans and metrics,
-/// timeout, body limit, concurrency limit.
-pub fn router(config: &Config, service: Arc<Service>) -> Router {
-    let router = routes_of(config, service);
+/// the per-client limits, timeouts, body limit, concurrency limit.
+pub fn router(config: &Config, service: Arc<Service>, limiter: Arc<Limiter>) -> Router {
+    let router = routes_of(config, service, limiter);
     // CORS outermost, so a preflight is answered before routing; off unless configured.
     match config.browsers.cors() {
         Some(cors) => router.layer(cors),
@@ -512,7 +524,12 @@ pub fn router(config: &Config, service: Arc<Service>) -> Router {
     }
 }
 
-fn routes_of(config: &Config, service: Arc<Service>) -> Router {
+/// The refusal of an HTTP request over a limit: 429 with `Retry-After`.
+fn http_refusal(error: ApiError) -> Response {
+    error.into_response()
+}
+
+fn routes_of(config: &Config, service: Arc<Service>, limiter: Arc<Limiter>) -> Router {
     let identity = service.identity();
     let mut router = Router::new();
     for route in routes::ROUTES {
@@ -529,14 +546,23 @@ fn routes_of(config: &Config, service: Arc<Service>) -> Router {
             ServiceBuilder::new()
                 .layer(middleware::from_fn(record))
                 .layer(middleware::map_response(json_errors))
+                // Player tokens are verified first: the rate limit keys on the player.
+                .layer(middleware::from_fn_with_state(
+                    identity,
+                    crate::identity::http,
+                ))
+                .layer(ratelimit::RateLimitLayer::new(
+                    limiter,
+                    ratelimit::Scope::Http,
+                    http_refusal,
+                ))
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     config.requests.timeout(),
                 ))
-                // Player tokens are verified before anything keys on the caller.
-                .layer(middleware::from_fn_with_state(
-                    identity,
-                    crate::identity::http,
+                // A body sent slower than this fails to read (a slow sender holds no handler).
+                .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+                    config.requests.body_read_timeout(),
                 ))
                 .layer(DefaultBodyLimit::max(config.requests.max_body_bytes))
                 .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
@@ -545,15 +571,58 @@ fn routes_of(config: &Config, service: Arc<Service>) -> Router {
         )
 }
 
-/// Serves HTTP on `listener` until `shutdown`, then lets in-flight requests finish.
+/// Serves HTTP on `listener` until `shutdown`, then lets in-flight requests finish. Each
+/// request carries its peer's address (`ConnectInfo`, for the per-client limits); a client
+/// has [`crate::config::Requests::header_read_timeout`] to send a request's headers, or its
+/// connection is closed.
 pub async fn serve(
     config: Config,
     service: Arc<Service>,
+    limiter: Arc<Limiter>,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, router(&config, service))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serving HTTP")
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt;
+
+    let app = router(&config, service, limiter);
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(config.requests.header_read_timeout());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was accepted:
+                    // wait a little rather than spin.
+                    tracing::debug!(error = %e, "accepting an HTTP connection");
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let serve =
+            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let mut request = request.map(axum::body::Body::new);
+                request.extensions_mut().insert(ConnectInfo(peer));
+                app.clone().oneshot(request)
+            });
+        let connection = graceful.watch(http1.serve_connection(TokioIo::new(stream), serve));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "HTTP connection");
+            }
+        });
+    }
+    // No new connections; those open finish their requests (watch streams end with the drain).
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }

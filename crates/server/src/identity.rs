@@ -401,6 +401,10 @@ pub async fn identify<B>(
         ));
     };
     let player = verifier.verify(token).await?;
+    // The rate limits key on the player.
+    request
+        .extensions_mut()
+        .insert(crate::ratelimit::Verified(player.id.clone()));
     request.extensions_mut().insert(player);
     Ok(request)
 }

@@ -22,6 +22,7 @@ pub mod grpc;
 pub mod identity;
 pub mod limits;
 pub mod metrics;
+pub mod ratelimit;
 pub mod routes;
 pub mod service;
 pub mod table;
@@ -93,6 +94,12 @@ pub async fn run(
         draining.drain();
         let _ = stop_tx.send(true);
     });
+    // One limiter for both transports: a client's requests count the same over either.
+    let limiter = ratelimit::Limiter::new(config.limits.settings());
+    let housekeeping = tokio::spawn(ratelimit::housekeeping(
+        limiter.clone(),
+        std::time::Duration::from_secs(60),
+    ));
     let stopped = move || {
         let mut rx = stop_rx.clone();
         async move {
@@ -102,6 +109,7 @@ pub async fn run(
     let grpc_task = tokio::spawn(grpc_server(
         config.clone(),
         service.clone(),
+        limiter.clone(),
         grpc,
         stopped(),
     ));
@@ -111,7 +119,7 @@ pub async fn run(
         config.turns.lease(),
         stopped(),
     ));
-    let http_task = tokio::spawn(http::serve(config, service, http, stopped()));
+    let http_task = tokio::spawn(http::serve(config, service, limiter, http, stopped()));
     let servers = async {
         let (g, h, t) = tokio::join!(grpc_task, http_task, turns_task);
         g.context("gRPC task")??;
@@ -133,15 +141,22 @@ pub async fn run(
         }
     };
     webhook_worker.abort();
+    housekeeping.abort();
     if let Some(fanout) = fanout {
         fanout.abort();
     }
     result
 }
 
+/// The refusal of a gRPC call over a limit: RESOURCE_EXHAUSTED with its `RetryInfo`.
+fn grpc_refusal(error: error::ApiError) -> axum::http::Response<tonic::body::Body> {
+    tonic::Status::from(error).into_http()
+}
+
 async fn grpc_server(
     config: Config,
     service: Arc<Service>,
+    limiter: Arc<ratelimit::Limiter>,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
@@ -185,17 +200,30 @@ async fn grpc_server(
             .max_decoding_message_size(config.requests.max_body_bytes),
         grpc::authenticate,
     );
-    tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(age) = config.connections.max_connection_age() {
+        builder = builder.max_connection_age(age);
+    }
+    builder
         // gRPC-Web: browsers speak it over HTTP/1.1 (and HTTP/2), translated to gRPC here.
+        // (hyper closes an HTTP/1.1 connection whose headers take over 30 s.)
         .accept_http1(true)
         .timeout(config.requests.timeout())
         .concurrency_limit_per_connection(config.requests.concurrency_limit)
+        // Pings find peers that went away or stopped reading, whose connections then close.
+        .http2_keepalive_interval(config.connections.keepalive_interval())
+        .http2_keepalive_timeout(config.connections.keepalive_timeout())
         // CORS outermost, so a preflight is answered before anything else sees it.
         .layer(tower::util::option_layer(config.browsers.cors()))
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(metrics::GrpcMetricsLayer)
-        // Player tokens are verified before anything keys on the caller.
+        // The identity layer (a verified player) goes above the rate limit, which keys on it.
         .layer(identity::grpc_layer(identity))
+        .layer(ratelimit::RateLimitLayer::new(
+            limiter,
+            ratelimit::Scope::Grpc,
+            grpc_refusal,
+        ))
         // One limit across all connections; the per-connection one alone would let many
         // clients together exceed it.
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(

@@ -18,6 +18,10 @@ pub const MAX_TURN_SECS: u32 = 30 * 24 * 60 * 60;
 pub const MAX_KIND: usize = 64;
 /// The longest page token.
 pub const MAX_PAGE_TOKEN: usize = 64;
+/// The longest bot strategy name.
+pub const MAX_STRATEGY: usize = 32;
+/// The most of a refused value an error message repeats, in characters.
+pub const MAX_SHOWN: usize = 40;
 /// Request ids the server gives its own moves, the joins it stores and the rematches it
 /// creates; refused from clients.
 const SERVER_REQUEST_PREFIXES: [&str; 4] = ["bot:", "timeout:", "join:", "rematch:"];
@@ -64,6 +68,16 @@ pub fn text(field: &str, value: &str, max: usize) -> ApiResult<()> {
         )));
     }
     Ok(())
+}
+
+/// A refused value as an error message repeats it: at most [`MAX_SHOWN`] characters, then `…`
+/// (a request of many kilobytes is not sent back whole), quoted and escaped.
+pub fn shown(value: &str) -> String {
+    if value.chars().count() <= MAX_SHOWN {
+        return format!("{value:?}");
+    }
+    let cut: String = value.chars().take(MAX_SHOWN).collect();
+    format!("{cut:?}…")
 }
 
 /// A number of seconds from 1 to [`MAX_TURN_SECS`].
@@ -127,6 +141,15 @@ mod tests {
         assert!(refused(text("player", "a\u{0}b", MAX_PLAYER_NAME)).contains("control"));
         assert!(refused(text("player", "a\nb", MAX_PLAYER_NAME)).contains("control"));
         assert!(refused(text("kind", &"k".repeat(MAX_KIND + 1), MAX_KIND)).contains("longer"));
+    }
+
+    #[test]
+    fn refused_values_are_repeated_cut_short() {
+        assert_eq!(shown("Baron"), "\"Baron\"");
+        let long = "x".repeat(10_000);
+        let repeated = shown(&long);
+        assert!(repeated.len() < MAX_SHOWN + 8, "{repeated}");
+        assert!(repeated.ends_with('…'));
     }
 
     #[test]

@@ -37,6 +37,15 @@ pub const CACHE_MISSES: &str = "missive_match_cache_misses_total";
 pub const WATCHERS: &str = "missive_watchers";
 pub const WEBHOOK_DELIVERIES: &str = "missive_webhook_deliveries_total";
 pub const WEBHOOK_DEFERRALS: &str = "missive_webhook_deferrals_total";
+pub const LIMITED: &str = "missive_limited_total";
+/// The `limit` label values of [`LIMITED`].
+pub const LIMITS: [&str; 5] = [
+    "requests",
+    "creates",
+    "open_matches",
+    "client_watches",
+    "watches",
+];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -121,7 +130,14 @@ fn describe() {
         "Claimed webhook deliveries handed back unattempted, by reason: busy (the host's \
          concurrent deliveries are all in use) or backing_off (the host keeps failing)."
     );
+    describe_counter!(
+        LIMITED,
+        "Requests refused for a client or server limit, by limit: requests, creates, open_matches, client_watches, watches."
+    );
     missive_store::metrics::describe();
+    for limit in LIMITS {
+        counter!(LIMITED, "limit" => limit).absolute(0);
+    }
 
     counter!(ACTS).absolute(0);
     for kind in ["bot", "timeout"] {
@@ -137,6 +153,11 @@ fn describe() {
     for reason in ["busy", "backing_off"] {
         counter!(WEBHOOK_DEFERRALS, "reason" => reason).absolute(0);
     }
+}
+
+/// A request refused for going over `limit` (one of [`LIMITS`]).
+pub fn record_limited(limit: &'static str) {
+    counter!(LIMITED, "limit" => limit).increment(1);
 }
 
 /// One finished request. `rpc` is the API's RPC name (`Act`) or, for what is not an RPC of

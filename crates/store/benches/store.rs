@@ -53,6 +53,7 @@ fn new_match() -> NewMatch {
         turn_timeout_secs: None,
         turn_reminder_secs: None,
         created_at: Utc::now(),
+        creator: None,
         start: MatchUpdate::default(),
     }
 }

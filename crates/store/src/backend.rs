@@ -37,6 +37,11 @@ pub(crate) trait Backend {
         events: &[StoredEvent],
     ) -> impl Future<Output = Answer<()>> + Send;
     fn get_match(&self, id: MatchId) -> impl Future<Output = Answer<MatchRecord>> + Send;
+    fn unfinished_by_creator(
+        &self,
+        creator: &str,
+        limit: u32,
+    ) -> impl Future<Output = Answer<u32>> + Send;
     fn seed(&self, id: MatchId) -> impl Future<Output = Answer<[u8; 32]>> + Send;
     fn list_matches(
         &self,

@@ -173,6 +173,9 @@ pub struct NewMatch {
     pub turn_reminder_secs: Option<u32>,
     /// Creation time (also `updated_at` of the new row).
     pub created_at: DateTime<Utc>,
+    /// Who created it (the server's client key as text), counted by
+    /// [`Store::unfinished_by_creator`]; `None` when not known.
+    pub creator: Option<String>,
     /// Written with the match: seats taken at creation (by bots), the status (`None`: open)
     /// and the first pending turns. `Default` gives an open match with empty seats.
     pub start: MatchUpdate,
@@ -636,6 +639,16 @@ impl Store {
         timed!(self, "create_match", b => b.create_match(&m, &events).await)?;
         let record = self.get_match(m.id).await?;
         Ok((record, events))
+    }
+
+    /// How many of the matches `creator` created are unfinished (open or active), counting
+    /// no further than `limit`.
+    pub async fn unfinished_by_creator(
+        &self,
+        creator: &str,
+        limit: u32,
+    ) -> Result<u32, StoreError> {
+        timed!(self, "unfinished_by_creator", b => b.unfinished_by_creator(creator, limit).await)
     }
 
     /// The match row and its seats.

@@ -154,6 +154,7 @@ fn new_match(seats: u8) -> NewMatch {
         turn_timeout_secs: Some(86_400),
         turn_reminder_secs: Some(3_600),
         created_at: at(0),
+        creator: None,
         start: MatchUpdate::default(),
     }
 }
@@ -343,6 +344,53 @@ mod checks {
         }
         keys.dedup();
         assert_eq!(keys.len(), 1, "{keys:?}");
+        Ok(())
+    }
+
+    pub(super) async fn a_creators_unfinished_matches_are_counted_up_to_the_limit(
+        h: &Harness,
+    ) -> Result<()> {
+        let by = |creator: Option<&str>| NewMatch {
+            creator: creator.map(str::to_owned),
+            ..new_match(2)
+        };
+        let mut mine = Vec::new();
+        for _ in 0..3 {
+            let m = by(Some("addr:192.0.2.1"));
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            mine.push(m.id);
+        }
+        h.store
+            .create_match(by(Some("player:someone-else")), vec![created()])
+            .await?;
+        h.store.create_match(by(None), vec![created()]).await?;
+        let count = |creator: &'static str, limit| h.store.unfinished_by_creator(creator, limit);
+        assert_eq!(count("addr:192.0.2.1", 10).await?, 3);
+        assert_eq!(
+            count("addr:192.0.2.1", 2).await?,
+            2,
+            "counted up to the limit"
+        );
+        assert_eq!(count("player:someone-else", 10).await?, 1);
+        assert_eq!(count("addr:192.0.2.9", 10).await?, 0);
+        // A match that starts still counts; one that ends no longer does.
+        for (id, status) in [
+            (mine[0], MatchStatus::Active),
+            (mine[1], MatchStatus::Finished),
+        ] {
+            h.store
+                .append(
+                    id,
+                    1,
+                    vec![action(0, &format!("end-{id}"), 1)],
+                    MatchUpdate {
+                        status: Some(status),
+                        ..MatchUpdate::default()
+                    },
+                )
+                .await?;
+        }
+        assert_eq!(count("addr:192.0.2.1", 10).await?, 2);
         Ok(())
     }
 
@@ -2213,6 +2261,7 @@ conformance!(
     text_a_database_cannot_hold_is_refused_and_nothing_is_written,
     a_timeout_beyond_what_both_backends_store_is_refused,
     the_server_key_is_stored_once_and_shared,
+    a_creators_unfinished_matches_are_counted_up_to_the_limit,
     an_append_the_database_refuses_fails_alone_in_its_batch,
     a_database_a_newer_release_migrated_is_served_but_not_migrated_by_an_older_build,
 );

@@ -45,7 +45,8 @@ impl Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the server (the default).
+    /// Run the server (the default). Boxed: the server's settings outweigh every other
+    /// command's arguments.
     Serve(Box<Config>),
     /// Check a finished match's history offline: recompute the hash chain, check the seed
     /// against its commitment and replay every action through the rules.

@@ -23,20 +23,34 @@ pub(super) fn same_creation(stored: &Creation, new: &Creation) -> bool {
 }
 
 impl Service {
+    /// CreateMatch with no client to hold to limits (the server's own tools and tests).
     pub async fn create_match(
         &self,
+        req: pb::CreateMatchRequest,
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        self.create_match_by(None, req).await
+    }
+
+    /// CreateMatch for `client`, held to its creation rate (each bot seat counting as one
+    /// creation more) and its cap on unfinished matches, once the request is known to be valid.
+    /// The cap is counted in the store, so it holds across replicas, give or take creations
+    /// racing on several of them at once.
+    pub async fn create_match_by(
+        &self,
+        client: Option<&crate::ratelimit::Client>,
         req: pb::CreateMatchRequest,
     ) -> ApiResult<pb::CreateMatchResponse> {
         let request_id =
             limits::optional_request_id("requestId", &req.request_id, 1)?.map(str::to_owned);
         crate::telemetry::record_request_id(request_id.as_deref());
-        self.create(req, request_id.as_deref(), None).await
+        self.create(client, req, request_id.as_deref(), None).await
     }
 
     /// Creates a match under a request id already checked (or the server's own, for the
-    /// rematch of `rematch_of`).
+    /// rematch of `rematch_of`), for `client` if it is held to limits.
     pub(super) async fn create(
         &self,
+        client: Option<&crate::ratelimit::Client>,
         req: pb::CreateMatchRequest,
         request_id: Option<&str>,
         rematch_of: Option<MatchId>,
@@ -88,6 +102,7 @@ impl Service {
                         seats - 1
                     ))
                 })?;
+            limits::text("bots.strategy", &bot.strategy, limits::MAX_STRATEGY)?;
             let strategy = bots::strategy(&bot.strategy).map_err(ApiError::invalid)?;
             let nonce = if bot.nonce.is_empty() {
                 deal::random_nonce()?
@@ -173,6 +188,21 @@ impl Service {
             }))
             .collect();
         crate::telemetry::record_match(id);
+        let creator = client.map(|c| c.key.to_string());
+        if let Some(client) = client {
+            client.limiter.check_create(&client.key, bot_seats.len())?;
+            let cap = client.limiter.settings().max_open_matches;
+            let creator = creator.as_deref().unwrap_or_default();
+            if cap > 0 && self.store.unfinished_by_creator(creator, cap).await? >= cap {
+                // A retry of a creation that went through answers what it created.
+                if request_id.is_some()
+                    && let Ok(again) = self.created_again(id, &creation).await
+                {
+                    return Ok(again);
+                }
+                return Err(client.limiter.too_many_open_matches());
+            }
+        }
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
         let version = game.rules_version();
         let mut table = Table::new(
@@ -222,6 +252,7 @@ impl Service {
                     turn_timeout_secs: req.turn_timeout_secs,
                     turn_reminder_secs: req.turn_reminder_secs,
                     created_at: now,
+                    creator,
                     start: MatchUpdate {
                         status: Some(status),
                         seats: start_seats,

@@ -57,7 +57,12 @@ impl Service {
             request_id: String::new(),
         };
         let created = self
-            .create(request, Some(&format!("rematch:{old_id}")), Some(old_id))
+            .create(
+                None,
+                request,
+                Some(&format!("rematch:{old_id}")),
+                Some(old_id),
+            )
             .await?;
         let new_id: MatchId = created
             .r#match

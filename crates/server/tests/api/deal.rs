@@ -904,6 +904,7 @@ async fn a_match_stored_before_the_deal_moved_still_loads_plays_and_audits() {
                 turn_timeout_secs: None,
                 turn_reminder_secs: None,
                 created_at: now,
+                creator: None,
                 start: MatchUpdate::default(),
             },
             vec![NewEvent {

@@ -65,6 +65,18 @@ pub(crate) async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, Options::default()).await
 }
 
+/// The per-client limits, raised far above what any test asks: every client of a test is the
+/// one loopback address, and the tests measure the server, not its limits (`limits.rs` sets
+/// its own).
+pub(crate) const RAISED_LIMITS: [(&str, &str); 6] = [
+    ("MISSIVE_RATE_LIMIT_PER_SEC", "1000000"),
+    ("MISSIVE_RATE_LIMIT_BURST", "1000000"),
+    ("MISSIVE_CREATE_LIMIT_PER_MIN", "100000000"),
+    ("MISSIVE_CREATE_LIMIT_BURST", "1000000"),
+    ("MISSIVE_MAX_OPEN_MATCHES", "1000000"),
+    ("MISSIVE_MAX_WATCHES_PER_CLIENT", "1000000"),
+];
+
 /// The settings every test server starts with.
 fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
     [
@@ -77,6 +89,7 @@ fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
         ("RUST_LOG", "warn"),
     ]
     .into_iter()
+    .chain(RAISED_LIMITS)
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
 }

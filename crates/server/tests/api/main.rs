@@ -15,6 +15,7 @@ mod grpc;
 mod helpers;
 mod http;
 mod invites;
+mod limits;
 mod lopti;
 mod players;
 mod replicas;

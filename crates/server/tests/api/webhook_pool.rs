@@ -154,6 +154,7 @@ async fn match_hooked_at(store: &Store, url: &str) -> MatchId {
                 turn_reminder_secs: None,
                 created_at: now,
                 start: MatchUpdate::default(),
+                creator: None,
             },
             vec![event(None, 0)],
         )

@@ -65,24 +65,23 @@ impl Params<Postgres> for SeatColumns {
 }
 
 /// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
-/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$32` and invitations as `$33`),
-/// its first pending
-/// turns (`$18`…, [`TurnColumns`], its `continuing` unused) and its first events (`$23`…,
-/// [`EventColumns`]). The new rows are
+/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$33` and invitations as `$34`),
+/// its first pending turns (`$18`…, [`TurnColumns`], its `continuing` unused), its first events
+/// (`$23`…, [`EventColumns`]) and its creator (`$32`). The new rows are
 /// invisible to everyone else until it commits.
 const CREATE: &str = "WITH m AS (
         INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
             seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
-            updated_at)
-        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+            updated_at, creator)
+        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $32)
         RETURNING match_id
     ), s AS (
         INSERT INTO seats (match_id, seat, player, token_hash, bot, account, invited)
         SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot, t.account,
             COALESCE(t.invited, false)
         FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
-        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $32::text[],
-                $33::boolean[])
+        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $33::text[],
+                $34::boolean[])
             AS t(seat, player, token_hash, bot, account, invited) ON t.seat = g.seat
     ), tn AS (
         INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
@@ -114,6 +113,7 @@ pub(super) async fn create(
             m.start.turns.as_deref().unwrap_or_default(),
         ))
         .params(EventColumns::new(events)?)
+        .bind(m.creator.as_deref())
         .value(SeatColumns::accounts(&m.start.seats))
         .value(SeatColumns::invited(&m.start.seats))
         .execute(&pg.pool)
@@ -126,6 +126,25 @@ pub(super) async fn create(
         Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
         Err(e) => Err(db(e)),
     }
+}
+
+/// How many of `creator`'s matches are open or active, counting no further than `limit`
+/// (through the partial index `matches_creator_unfinished`).
+pub(super) async fn unfinished_by_creator(
+    pool: &PgPool,
+    creator: &str,
+    limit: u32,
+) -> Result<u32, StoreError> {
+    let (count,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM (SELECT 1 FROM matches
+             WHERE creator = $1 AND status IN ('open', 'active') LIMIT $2) c",
+    )
+    .bind(creator)
+    .bind(i64::from(limit))
+    .fetch_one(pool)
+    .await
+    .map_err(db)?;
+    Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
 pub(super) async fn get(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {

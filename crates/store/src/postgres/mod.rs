@@ -148,6 +148,10 @@ impl Backend for Pg {
         matches::create(self, m, events).await
     }
 
+    async fn unfinished_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
+        matches::unfinished_by_creator(&self.pool, creator, limit).await
+    }
+
     async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {
         matches::get(&self.pool, id).await
     }

@@ -20,10 +20,11 @@ pub(super) async fn create(
     let inserted = sqlx::query(
         "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
              seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
-             updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
+             updated_at, creator)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)",
     )
     .params(MatchValues::new(m, events)?)
+    .bind(m.creator.as_deref())
     .execute(&mut *tx)
     .await;
     match inserted {
@@ -56,6 +57,25 @@ pub(super) async fn create(
         super::turns::replace(&mut tx, &id, version, turns).await?;
     }
     tx.commit().await.map_err(db)
+}
+
+/// How many of `creator`'s matches are open or active, counting no further than `limit`
+/// (through the partial index `matches_creator_unfinished`).
+pub(super) async fn unfinished_by_creator(
+    pool: &SqlitePool,
+    creator: &str,
+    limit: u32,
+) -> Result<u32, StoreError> {
+    let (count,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM (SELECT 1 FROM matches
+             WHERE creator = ?1 AND status IN ('open', 'active') LIMIT ?2)",
+    )
+    .bind(creator)
+    .bind(i64::from(limit))
+    .fetch_one(pool)
+    .await
+    .map_err(db)?;
+    Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
 pub(super) async fn read(

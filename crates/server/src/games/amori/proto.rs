@@ -15,7 +15,8 @@ fn seat(n: u32) -> Result<u8, String> {
 }
 
 fn parse<T: std::str::FromStr>(what: &str, id: &str) -> Result<T, String> {
-    id.parse().map_err(|_| format!("unknown {what} {id:?}"))
+    id.parse()
+        .map_err(|_| format!("unknown {what} {}", crate::limits::shown(id)))
 }
 
 fn gentleman_card(id: &str) -> Result<CardId, String> {

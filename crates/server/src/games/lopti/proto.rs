@@ -24,7 +24,8 @@ use pb::lopti_trigger::Trigger as T;
 const EMPTY: pb::LoptiEmpty = pb::LoptiEmpty {};
 
 fn card(id: &str) -> Result<Card, String> {
-    id.parse().map_err(|_| format!("unknown card {id:?}"))
+    id.parse()
+        .map_err(|_| format!("unknown card {}", crate::limits::shown(id)))
 }
 
 fn cards(ids: &[String]) -> Result<Vec<Card>, String> {

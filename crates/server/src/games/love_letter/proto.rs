@@ -10,7 +10,8 @@ use missive_rules::love_letter::{
 use crate::games::ProtoGame;
 
 fn card(id: &str) -> Result<CardId, String> {
-    id.parse().map_err(|_| format!("unknown card {id:?}"))
+    id.parse()
+        .map_err(|_| format!("unknown card {}", crate::limits::shown(id)))
 }
 
 fn cards(ids: &[String]) -> Result<Vec<CardId>, String> {
