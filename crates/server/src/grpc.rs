@@ -204,7 +204,7 @@ impl Missive for Grpc {
     async fn rematch(
         &self,
         request: Request<pb::RematchRequest>,
-    ) -> Result<Response<pb::JoinMatchResponse>, Status> {
+    ) -> Result<Response<pb::RematchResponse>, Status> {
         let caller = caller(&request)?;
         Ok(Response::new(
             self.service

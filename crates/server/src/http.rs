@@ -193,7 +193,7 @@ async fn rematch(
     Path(id): Path<String>,
     caller: Caller,
     ProtoJson(mut request): ProtoJson<pb::RematchRequest>,
-) -> ApiResult<Reply<pb::JoinMatchResponse>> {
+) -> ApiResult<Reply<pb::RematchResponse>> {
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
         service.bounded(service.rematch(&caller, request)).await?,

@@ -12,7 +12,7 @@ impl Service {
         &self,
         caller: &Caller,
         req: pb::RematchRequest,
-    ) -> ApiResult<pb::JoinMatchResponse> {
+    ) -> ApiResult<pb::RematchResponse> {
         let old_id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(old_id);
         let old = self.store.get_match(old_id).await?;
@@ -85,7 +85,13 @@ impl Service {
             nonce: None,
             invite_code: self.keys().await?.invite_code(new_id, seat),
         };
-        self.join(&joiner, &join, Some(&format!("rematch:{old_id}:{seat}")))
-            .await
+        let joined = self
+            .join(&joiner, &join, Some(&format!("rematch:{old_id}:{seat}")))
+            .await?;
+        Ok(pb::RematchResponse {
+            seat: joined.seat,
+            seat_token: joined.seat_token,
+            r#match: joined.r#match,
+        })
     }
 }

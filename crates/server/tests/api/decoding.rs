@@ -98,6 +98,17 @@ impl Server {
             "127.0.0.1:0",
             "--http-addr",
             "127.0.0.1:0",
+            // Every request here comes from one address, far faster than a client may.
+            "--rate-limit-per-sec",
+            "1000000",
+            "--rate-limit-burst",
+            "1000000",
+            "--create-limit-per-min",
+            "100000000",
+            "--create-limit-burst",
+            "1000000",
+            "--max-open-matches",
+            "1000000",
         ]);
         let service = missive_server::build_service(&config)
             .await

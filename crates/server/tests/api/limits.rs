@@ -532,3 +532,41 @@ async fn a_client_trickling_its_headers_is_cut_off_after_the_header_timeout() {
         StatusCode::OK
     );
 }
+
+/// `GET path` from the one loopback address, with a player token or none.
+async fn get_with(app: &TestApp, jwt: Option<&str>, path: &str) -> reqwest::Response {
+    let mut request = app.http.get(app.url(path));
+    if let Some(jwt) = jwt {
+        request = request.bearer_auth(jwt);
+    }
+    request.send().await.expect("GET")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_in_player_is_limited_as_themselves_not_by_their_address() {
+    let mut low = vec![
+        ("MISSIVE_RATE_LIMIT_PER_SEC", "1"),
+        ("MISSIVE_RATE_LIMIT_BURST", "4"),
+    ];
+    low.extend_from_slice(crate::players::PLAYER_TOKENS);
+    let app = spawn(&low).await;
+    // Ann, Bob and an anonymous client, all from 127.0.0.1.
+    let ann = crate::players::player_token("ann");
+    let bob = crate::players::player_token("bob");
+    for n in 0..4 {
+        let response = get_with(&app, Some(&ann), "/v1/me/matches").await;
+        assert_eq!(response.status(), StatusCode::OK, "request {n}");
+    }
+    assert_429(
+        get_with(&app, Some(&ann), "/v1/me/matches").await,
+        "rate limit",
+    )
+    .await;
+    // Ann's allowance is hers: Bob's and the address's are untouched.
+    for n in 0..4 {
+        let bob_answer = get_with(&app, Some(&bob), "/v1/me/matches").await;
+        assert_eq!(bob_answer.status(), StatusCode::OK, "bob {n}");
+        let anonymous = get_with(&app, None, "/v1/matches").await;
+        assert_eq!(anonymous.status(), StatusCode::OK, "anonymous {n}");
+    }
+}
