@@ -9,7 +9,7 @@ use chrono::{DateTime, SubsecRound, Utc};
 use missive_proto::v1 as pb;
 use missive_server::clock::Clock;
 use missive_server::service::{Caller, Service, Settings};
-use missive_store::{DeliveryRecord, MatchId, NotificationKind, Store, StoreOptions, StoredEvent};
+use missive_store::{DeliveryRecord, MatchId, NotificationKind, Store, StoredEvent};
 use tokio::sync::watch;
 
 use crate::helpers::{Backend, ScratchDb, love_letter_options};
@@ -20,7 +20,7 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// A service on `url` with its turn worker, both on `clock`; the worker stops with `stop`.
 async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<Service> {
-    let store = Store::connect(url, StoreOptions::default())
+    let store = Store::connect(url, crate::helpers::patient_store())
         .await
         .expect("store");
     let service = Arc::new(Service::new(

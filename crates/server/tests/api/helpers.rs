@@ -77,6 +77,18 @@ pub(crate) const RAISED_LIMITS: [(&str, &str); 6] = [
     ("MISSIVE_MAX_WATCHES_PER_CLIENT", "1000000"),
 ];
 
+/// How long a test server waits for the store before answering UNAVAILABLE (see [`base_env`]).
+const STORE_WAIT_MS: &str = "15000";
+
+/// The store options of a test that runs the service in its own process: as patient as a test
+/// server (see [`base_env`]).
+pub(crate) fn patient_store() -> missive_store::StoreOptions {
+    missive_store::StoreOptions {
+        acquire_timeout: Duration::from_millis(STORE_WAIT_MS.parse().expect("a number")),
+        ..missive_store::StoreOptions::default()
+    }
+}
+
 /// The settings every test server starts with.
 fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
     [
@@ -86,6 +98,11 @@ fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
         ("MISSIVE_SNAPSHOT_EVERY", "16"),
         // Test receivers listen on loopback.
         ("MISSIVE_WEBHOOK_ALLOW_PRIVATE", "true"),
+        // Several suites share one PostgreSQL and one disk, and a commit can wait seconds for
+        // another test's checkpoint: these tests check what the server answers, not how fast,
+        // so they wait for the store longer than a deployment's 3 s. The tests of an outage
+        // (`replicas.rs`, `retries.rs`, `cli.rs`) set their own short bound.
+        ("MISSIVE_DB_ACQUIRE_TIMEOUT_MS", STORE_WAIT_MS),
         ("RUST_LOG", "warn"),
     ]
     .into_iter()

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use axum::http::{HeaderMap, StatusCode};
 use chrono::Utc;
 use missive_server::webhooks::{self, Settings};
-use missive_store::{MatchId, MatchUpdate, NewEvent, NewMatch, Notification, Store, StoreOptions};
+use missive_store::{MatchId, MatchUpdate, NewEvent, NewMatch, Notification, Store};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Notify, watch};
@@ -255,7 +255,7 @@ async fn outbox(store: &Store, matches: &[MatchId]) -> (usize, usize, u32) {
 async fn an_honest_receiver_is_not_held_up_by_blackholed_ones(backend: Backend) {
     const BLACKHOLED: u64 = 300;
     let (url, _db, _dir) = database(backend).await;
-    let store = Store::connect(&url, StoreOptions::default())
+    let store = Store::connect(&url, crate::helpers::patient_store())
         .await
         .expect("store");
     // Different addresses, so different hosts: 127.0.0.0/8 is all loopback.
@@ -327,7 +327,7 @@ async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_sqlite() {
 async fn honest_delay_behind_a_thousand_blackholed() {
     const BLACKHOLED: u64 = 1000;
     let (url, _db, _dir) = database(Backend::Postgres).await;
-    let store = Store::connect(&url, StoreOptions::default())
+    let store = Store::connect(&url, crate::helpers::patient_store())
         .await
         .expect("store");
     let honest = Honest::start().await;
