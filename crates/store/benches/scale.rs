@@ -1192,7 +1192,10 @@ fn fold(loaded: &missive_store::Loaded, game: &GameLog) -> Result<()> {
 /// The statements below are the store's own (crates/store/src/postgres/{matches,events,turns}.rs),
 /// copied with their parameter types as sqlx binds them. Each is prepared and executed six
 /// times before it is explained, so the plan shown is the one the plan cache settled on for a
-/// prepared statement (sqlx prepares every query), generic or custom.
+/// prepared statement (sqlx prepares every query), generic or custom. The store's connections
+/// set `plan_cache_mode = force_generic_plan`; the statements it runs with custom plans
+/// (`custom_plans` in `postgres/mod.rs`: ListMatches and the turn claim) are shown
+/// with their custom plan, and with the generic plan they would get without it.
 const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.config::text AS config, \
     m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, \
     m.turn_reminder_secs, m.created_at, \
@@ -1277,20 +1280,24 @@ async fn explain(
            AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)
          ORDER BY m.match_id LIMIT $4"
     );
-    explain_one(
+    // The store runs `list_matches` and `claim_turns` with `plan_cache_mode =
+    // force_custom_plan` (its other statements with `force_generic_plan`).
+    explain_as(
         &mut conn,
-        "list_matches, open, first page",
+        "list_matches, open, first page (custom plan, as the store issues it)",
         "text, text, text, int8",
         &list,
         "'open', NULL, NULL, 50",
+        "force_custom_plan",
     )
     .await?;
-    explain_one(
+    explain_as(
         &mut conn,
-        "list_matches, open, after a cursor",
+        "list_matches, open, after a cursor (custom plan, as the store issues it)",
         "text, text, text, int8",
         &list,
         &format!("'open', NULL, '{cursor}', 50"),
+        "force_custom_plan",
     )
     .await?;
     for (title, args) in [
@@ -1382,7 +1389,15 @@ async fn explain(
              turns.remind_at, turns.bot, turns.lease_until";
     let args = format!("'{now}', '{lease}', 64");
     let types = "timestamptz, timestamptz, int8";
-    explain_one(&mut conn, "claim_turns (rolled back)", types, claim, &args).await?;
+    explain_as(
+        &mut conn,
+        "claim_turns (custom plan, as the store issues it; rolled back)",
+        types,
+        claim,
+        &args,
+        "force_custom_plan",
+    )
+    .await?;
     explain_as(
         &mut conn,
         "claim_turns: the generic plan (rolled back)",
