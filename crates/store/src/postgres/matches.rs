@@ -4,7 +4,7 @@ use sqlx::{PgPool, Postgres};
 
 use super::events::EventColumns;
 use super::turns::TurnColumns;
-use super::{Pg, db, is_unique_violation};
+use super::{Pg, custom_plans, db, is_unique_violation};
 use crate::rows::{Binds, MatchRow, MatchSeatRow, MatchValues, Params, SeatRow, hash32};
 use crate::{
     MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
@@ -182,6 +182,10 @@ pub(super) async fn list(
     pool: &PgPool,
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
+    // Planned with its values ([`custom_plans`]): a generic plan cannot use `status` or the
+    // cursor as index conditions (`IS NULL OR`) and walks `matches_pkey` from the first id.
+    // Open matches of any kind are served by `matches_open`, a kind by `matches_status_kind`.
+    let mut tx = custom_plans(pool).await?;
     let rows: Vec<MatchRow> = sqlx::query_as(&format!(
         "{MATCH_SELECT}
          WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
@@ -193,9 +197,10 @@ pub(super) async fn list(
     .bind(filter.kind.as_deref())
     .bind(filter.after.map(|a| a.to_string()))
     .bind(filter.effective_limit())
-    .fetch_all(pool)
+    .fetch_all(&mut *tx)
     .await
     .map_err(db)?;
+    tx.commit().await.map_err(db)?;
     with_seats(pool, rows).await
 }
 
@@ -204,6 +209,8 @@ pub(super) async fn of_player(
     pool: &PgPool,
     filter: &PlayerFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
+    // A generic plan, unlike `list`'s: `seats_account` finds the account's matches whatever the
+    // other parameters are, and no index gives their order, so the values change nothing.
     let rows: Vec<MatchRow> = sqlx::query_as(&format!(
         "SELECT * FROM ({MATCH_SELECT}
              WHERE m.match_id IN (SELECT match_id FROM seats WHERE account = $1)) m

@@ -119,6 +119,20 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
     Ok(options.options([("plan_cache_mode", "force_generic_plan")]))
 }
 
+/// A transaction whose statements are planned with their parameter values (custom plans),
+/// overriding the pool's `force_generic_plan` for its length: `BEGIN` and the `SET LOCAL` go in
+/// one round trip. For the statements whose best plan depends on the values (`IS NULL OR`
+/// filters, a `LIMIT` the planner must know): a generic plan of ListMatches walks
+/// `matches_pkey` from the first id, and one of the turn claim joins back through a sequential
+/// scan of `turns` (docs/BENCHMARKS.md, "Scale").
+async fn custom_plans(
+    pool: &PgPool,
+) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
+    pool.begin_with("BEGIN; SET LOCAL plan_cache_mode = force_custom_plan")
+        .await
+        .map_err(db)
+}
+
 /// Maps a driver error; callers handle the unique violations they expect before this.
 fn db(err: sqlx::Error) -> StoreError {
     StoreError::from_sqlx(err)

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
 
-use super::db;
+use super::{custom_plans, db};
 use crate::rows::{Binds, Params, ReminderRow, Time, TurnRow, to_i64};
 use crate::turns::{ReminderColumns, reminders};
 use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
@@ -70,6 +70,10 @@ pub(super) async fn claim(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<TurnRecord>, StoreError> {
+    // Planned with its values ([`custom_plans`]): a generic plan cannot cost the join back from
+    // an unknown `LIMIT` and makes it a hash join over a sequential scan of `turns` instead of
+    // `turns_pkey` probes.
+    let mut tx = custom_plans(pool).await?;
     let rows: Vec<TurnRow> = sqlx::query_as(
         "UPDATE turns SET lease_until = $2
          FROM (SELECT match_id, seat FROM turns
@@ -83,9 +87,10 @@ pub(super) async fn claim(
     .bind(Time::from(now))
     .bind(Time::from(lease_until))
     .bind(i64::from(limit))
-    .fetch_all(pool)
+    .fetch_all(&mut *tx)
     .await
     .map_err(db)?;
+    tx.commit().await.map_err(db)?;
     let mut turns = rows
         .into_iter()
         .map(TurnRow::into_record)
