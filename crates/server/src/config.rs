@@ -87,6 +87,12 @@ pub struct StoreConfig {
     /// Matches kept in memory.
     #[arg(long, env = "MISSIVE_CACHE_CAPACITY", default_value_t = 10_000)]
     pub cache_capacity: usize,
+
+    /// PostgreSQL: seconds after a match ends (finished or abandoned) before its events are
+    /// archived into one compressed row; reads, retries and audits answer as before. 0 never
+    /// archives.
+    #[arg(long, env = "MISSIVE_ARCHIVE_AFTER_SECS", default_value_t = 3_600)]
+    pub archive_after_secs: u64,
 }
 
 /// What a request may be and take.
@@ -515,6 +521,11 @@ impl Watch {
 }
 
 impl StoreConfig {
+    /// How long an ended match waits to be archived; `None`: never.
+    pub fn archive_after(&self) -> Option<Duration> {
+        (self.archive_after_secs > 0).then(|| Duration::from_secs(self.archive_after_secs))
+    }
+
     /// The store URL: the database URL if given, else SQLite in the data directory.
     pub fn url(&self) -> String {
         match &self.database_url {

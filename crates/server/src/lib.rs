@@ -7,6 +7,7 @@
 //! **Architecture invariant:** protobuf types stay at the edge. The service core speaks the
 //! API's messages; rules types are mapped to and from them only in [`games`].
 
+pub mod archiver;
 pub mod audit;
 pub mod auth;
 pub mod bots;
@@ -119,6 +120,10 @@ pub async fn run(
         config.turns.lease(),
         stopped(),
     ));
+    let archiver = config
+        .store
+        .archive_after()
+        .map(|after| tokio::spawn(archiver::run(service.clone(), after, stopped())));
     let http_task = tokio::spawn(http::serve(config, service, limiter, http, stopped()));
     let servers = async {
         let (g, h, t) = tokio::join!(grpc_task, http_task, turns_task);
@@ -142,6 +147,9 @@ pub async fn run(
     };
     webhook_worker.abort();
     housekeeping.abort();
+    if let Some(archiver) = archiver {
+        archiver.abort();
+    }
     if let Some(fanout) = fanout {
         fanout.abort();
     }

@@ -12,7 +12,9 @@
 //!   played by the rules engine and reused across matches, default 400), `SCALE_SAMPLES` (timed
 //!   calls per query, default 1,000), `SCALE_BUDGET_SECS` (a query whose calls take longer
 //!   stops short of the samples, default 60), `SCALE_VACUUM_FULL=1` (also the sizes after
-//!   `VACUUM FULL`).
+//!   `VACUUM FULL`), `SCALE_ARCHIVE=1` (then every ended match archived through
+//!   `Store::archive_finished`, timed with the WAL it writes, the archives' bytes per event, and
+//!   the reads of archived matches timed like those of rows).
 //! - The mix: `SCALE_OPEN` open matches (default 1%), `SCALE_DEADLINES` active matches with a
 //!   pending turn deadline (default 10%), and of the other matches `SCALE_ACTIVE_PERMILLE`
 //!   (150) active and `SCALE_ABANDONED_PERMILLE` (600) abandoned per mille, the rest finished.
@@ -43,7 +45,7 @@ use missive_rules::love_letter::{Action, Config, LoveLetter};
 use missive_rules::{Game, Seed};
 use missive_store::{
     ChainCheck, MatchFilter, MatchId, MatchStatus, NewEvent, Store, StoreOptions, canonical_bytes,
-    canonical_json,
+    canonical_json, statements,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -77,6 +79,8 @@ struct Options {
     keep: bool,
     reuse: bool,
     vacuum_full: bool,
+    /// After the measurements: archive every ended match, and measure again.
+    archive: bool,
 }
 
 fn env_usize(name: &str, default: usize) -> Result<usize> {
@@ -111,6 +115,7 @@ impl Options {
             keep: env_flag("SCALE_KEEP"),
             reuse: env_flag("SCALE_REUSE"),
             vacuum_full: env_flag("SCALE_VACUUM_FULL"),
+            archive: env_flag("SCALE_ARCHIVE"),
         })
     }
 }
@@ -993,26 +998,12 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     ));
 
     // Load of a random match, then its fold through the rules engine.
-    let mut times = Vec::new();
-    let mut folds = Vec::new();
-    let mut events = 0u64;
     let io0 = io(url).await?;
     let mut pace = Pace::new(budget, warm, samples);
-    while let Some(timed) = pace.step() {
-        let i = pick(&mut rng, &|_| true);
-        let t0 = Instant::now();
-        let loaded = store.load(plans[i].id, RULES_VERSION).await?;
-        let took = t0.elapsed();
-        ensure!(loaded.events.len() == plans[i].events as usize);
-        let t1 = Instant::now();
-        fold(&loaded, &games[plans[i].game as usize])?;
-        let folded = t1.elapsed();
-        if timed {
-            times.push(took);
-            folds.push(folded);
-            events += loaded.events.len() as u64;
-        }
-    }
+    let (times, folds, events) = time_loads(&store, plans, games, &mut pace, || {
+        pick(&mut rng, &|_| true)
+    })
+    .await?;
     let mean = events as f64 / pace.timed as f64;
     let note = io_note(url, io0, pace.calls).await?;
     figures.push(figure(
@@ -1145,9 +1136,20 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         opts.budget_secs
     );
     println!();
+    print_figures(&figures);
+
+    explain(url, plans, &open, last_claim).await?;
+    sizes(url, opts.vacuum_full).await?;
+    if opts.archive {
+        archive(opts, url, plans, games).await?;
+    }
+    Ok(())
+}
+
+fn print_figures(figures: &[Figure]) {
     println!("| query | calls | p50 ms | p99 ms | max ms | target p99 | | |");
     println!("|---|--:|--:|--:|--:|--:|---|---|");
-    for f in &figures {
+    for f in figures {
         let (target, verdict) = match f.target {
             Some(t) if f.p99.as_secs_f64() * 1e3 <= t => (format!("≤ {t} ms"), "met"),
             Some(t) => (format!("≤ {t} ms"), "**not met**"),
@@ -1164,10 +1166,179 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         );
     }
     println!();
+}
 
-    explain(url, plans, &open, last_claim).await?;
+/// Archivers at once, as replicas run them.
+const ARCHIVERS: usize = 2;
+
+/// Every ended match archived as the server's archiver does it (batches of 64, [`ARCHIVERS`]
+/// at once), timed, with the WAL it wrote; the bytes per archived event; then GetHistory and
+/// load of archived matches timed as above.
+async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> Result<()> {
+    let store = Store::connect(url, StoreOptions::default()).await?;
+    let mut conn = PgConnection::connect(url).await?;
+    let ended = |p: &Plan| matches!(p.kind, Kind::Finished | Kind::Abandoned);
+    let matches = plans.iter().filter(|p| ended(p)).count();
+    let events: u64 = plans
+        .iter()
+        .filter(|p| ended(p))
+        .map(|p| u64::from(p.events))
+        .sum();
+    let (lsn,): (String,) = sqlx::query_as("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(&mut conn)
+        .await?;
+    println!("## Archiving every ended match");
+    println!();
+    println!("load average before: {}", loadavg());
+    let cutoff = Utc::now() + chrono::Duration::days(3650);
+    let t0 = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..ARCHIVERS {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let mut archived = 0usize;
+            loop {
+                let n = store.archive_finished(cutoff, CLAIM_BATCH).await?;
+                archived += n as usize;
+                if n == 0 {
+                    return anyhow::Ok(archived);
+                }
+            }
+        });
+    }
+    let mut archived = 0;
+    while let Some(done) = tasks.join_next().await {
+        archived += done??;
+    }
+    let took = t0.elapsed().as_secs_f64();
+    ensure!(
+        archived == matches,
+        "archived {archived} of {matches} ended matches"
+    );
+    let (wal,): (f64,) =
+        sqlx::query_as("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8")
+            .bind(&lsn)
+            .fetch_one(&mut conn)
+            .await?;
+    println!(
+        "archived {archived} ended matches ({events} events) in {took:.0} s by {ARCHIVERS} \
+         archivers: {:.0} matches/s, {:.0} events/s; WAL {:.1} MB, {:.0} bytes per archived \
+         event; load average after: {}",
+        archived as f64 / took,
+        events as f64 / took,
+        wal / 1e6,
+        wal / events as f64,
+        loadavg()
+    );
+    sqlx::raw_sql("VACUUM (ANALYZE) archives, events, matches")
+        .execute(&mut conn)
+        .await?;
+    let (bodies, body_bytes): (i64, i64) =
+        sqlx::query_as("SELECT count(*), COALESCE(sum(length(body)), 0)::bigint FROM archives")
+            .fetch_one(&mut conn)
+            .await?;
+    println!();
+    println!("| relation | size | bytes per archived event |");
+    println!("|---|--:|--:|");
+    for (what, bytes) in relation_bytes(&mut conn, "archives").await? {
+        println!(
+            "| archives: {what} | {:.1} MB | {:.1} |",
+            bytes as f64 / 1e6,
+            bytes as f64 / events as f64
+        );
+    }
+    println!(
+        "| (the compressed bodies alone: {bodies} of {:.0} bytes on average) | {:.1} MB | {:.1} |",
+        body_bytes as f64 / bodies.max(1) as f64,
+        body_bytes as f64 / 1e6,
+        body_bytes as f64 / events as f64
+    );
+    println!();
     sizes(url, opts.vacuum_full).await?;
+
+    // The reads of archived matches, as above.
+    let mut rng = ChaCha8Rng::seed_from_u64(0xa7c4);
+    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| loop {
+        let i = rng.next_u64() as usize % plans.len();
+        if f(&plans[i]) {
+            return i;
+        }
+    };
+    let samples = opts.samples;
+    let warm = (samples / 10).max(10);
+    let budget = Duration::from_secs(opts.budget_secs);
+    let mut figures = Vec::new();
+    let long = |p: &Plan| p.kind == Kind::Finished && (60..=80).contains(&p.events);
+    let mut times = Vec::new();
+    let mut pace = Pace::new(budget, warm, samples);
+    while let Some(timed) = pace.step() {
+        let p = &plans[pick(&mut rng, &long)];
+        let t0 = Instant::now();
+        let history = store.read_events(p.id, 0, u32::MAX).await?;
+        if timed {
+            times.push(t0.elapsed());
+        }
+        ensure!(history.len() == p.events as usize);
+    }
+    figures.push(figure(
+        "read_events, an archived finished match of 60-80 events",
+        times,
+        Some(10.0),
+        "unpacked and its chain recomputed on every call".to_owned(),
+    ));
+    let mut pace = Pace::new(budget, warm, samples);
+    let (times, folds, _) =
+        time_loads(&store, plans, games, &mut pace, || pick(&mut rng, &ended)).await?;
+    figures.push(figure(
+        "load, a random archived match",
+        times,
+        Some(5.0),
+        "finished or abandoned".to_owned(),
+    ));
+    figures.push(figure(
+        "  its fold through the rules engine",
+        folds,
+        None,
+        "setup + replay of every action".to_owned(),
+    ));
+    for k in 0..20 {
+        let p = &plans[pick(&mut rng, &ended)];
+        match store.verify_chain(p.id).await? {
+            ChainCheck::Valid { events } if events == u64::from(p.events) => {}
+            other => bail!("archived match {k} ({}): {other:?}", p.id),
+        }
+    }
+    println!("verify_chain: 20 sampled archived matches valid");
+    println!();
+    print_figures(&figures);
     Ok(())
+}
+
+/// Loads of the matches `pick` names, each then folded through the rules engine, for as long
+/// as `pace` says: the timed loads' times, their folds' times, and the events they loaded.
+async fn time_loads(
+    store: &Store,
+    plans: &[Plan],
+    games: &[GameLog],
+    pace: &mut Pace,
+    mut pick: impl FnMut() -> usize,
+) -> Result<(Vec<Duration>, Vec<Duration>, u64)> {
+    let (mut times, mut folds, mut events) = (Vec::new(), Vec::new(), 0u64);
+    while let Some(timed) = pace.step() {
+        let p = &plans[pick()];
+        let t0 = Instant::now();
+        let loaded = store.load(p.id, RULES_VERSION).await?;
+        let took = t0.elapsed();
+        ensure!(loaded.events.len() == p.events as usize);
+        let t1 = Instant::now();
+        fold(&loaded, &games[p.game as usize])?;
+        if timed {
+            times.push(took);
+            folds.push(t1.elapsed());
+            events += loaded.events.len() as u64;
+        }
+    }
+    Ok((times, folds, events))
 }
 
 /// The server's replay: the rules set up from the match's config and seed, every action applied.
@@ -1189,22 +1360,13 @@ fn fold(loaded: &missive_store::Loaded, game: &GameLog) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Plans and sizes.
 
-/// The statements below are the store's own (crates/store/src/postgres/{matches,events,turns}.rs),
-/// copied with their parameter types as sqlx binds them. Each is prepared and executed six
+/// The statements below are the store's own, taken from it (`missive_store::statements`), with
+/// their parameter types as sqlx binds them. Each is prepared and executed six
 /// times before it is explained, so the plan shown is the one the plan cache settled on for a
 /// prepared statement (sqlx prepares every query), generic or custom. The store's connections
 /// set `plan_cache_mode = force_generic_plan`; the statements it runs with custom plans
 /// (`custom_plans` in `postgres/mod.rs`: ListMatches and the turn claim) are shown
 /// with their custom plan, and with the generic plan they would get without it.
-const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.config::text AS config, \
-    m.rules_version, m.seat_count, m.status, m.seed_hash, m.turn_timeout_secs, \
-    m.turn_reminder_secs, m.created_at, \
-    GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
-    FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
-        WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
-const EVENT_COLUMNS: &str =
-    "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
-
 async fn explain_one(
     conn: &mut PgConnection,
     title: &str,
@@ -1273,13 +1435,7 @@ async fn explain(
     let cursor = open[open.len() / 2];
     println!("## Plans (EXPLAIN (ANALYZE, BUFFERS) of the store's statements)");
     println!();
-    let list = format!(
-        "{MATCH_SELECT}
-         WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
-           AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
-           AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)
-         ORDER BY m.match_id LIMIT $4"
-    );
+    let list = statements::list_matches_sql();
     // The store runs `list_matches` and `claim_turns` with `plan_cache_mode =
     // force_custom_plan` (its other statements with `force_generic_plan`).
     explain_as(
@@ -1320,21 +1476,7 @@ async fn explain(
         )
         .await?;
     }
-    let ids: Vec<String> = open.iter().take(50).map(|id| format!("'{id}'")).collect();
-    explain_one(
-        &mut conn,
-        "list_matches: the seats of the page",
-        "text[]",
-        "SELECT match_id::text AS match_id, seat, player, token_hash, bot, account, invited \
-         FROM seats WHERE match_id = ANY($1::uuid[]) ORDER BY match_id, seat",
-        &format!("ARRAY[{}]", ids.join(",")),
-    )
-    .await?;
-    let read = format!(
-        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot, s.account, s.invited
-         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
-         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
-    );
+    let read = statements::read_match_sql();
     explain_one(
         &mut conn,
         "load (1/3): the match row and seats",
@@ -1347,9 +1489,7 @@ async fn explain(
         &mut conn,
         "load (2/3): the newest snapshot",
         "text, int4, int8",
-        "SELECT seq, rules_version, state::text AS state FROM snapshots
-         WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
-         ORDER BY seq DESC LIMIT 1",
+        statements::LOAD_SNAPSHOT,
         &format!("'{long}', 1, 1000"),
     )
     .await?;
@@ -1357,9 +1497,7 @@ async fn explain(
         &mut conn,
         "load (3/3): the events",
         "text, int8",
-        &format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
-        ),
+        &statements::load_events_sql(),
         &format!("'{long}', 0"),
     )
     .await?;
@@ -1367,9 +1505,7 @@ async fn explain(
         &mut conn,
         "read_events (GetHistory of a 60-80 event match)",
         "text, int8, int8",
-        &format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq LIMIT $3"
-        ),
+        &statements::read_events_sql(),
         &format!("'{long}', 0, 4294967295"),
     )
     .await?;
@@ -1379,14 +1515,7 @@ async fn explain(
     // claimable, and the explained one leases a full batch.
     let lease = rfc3339(claim_at - chrono::Duration::seconds(1));
     let now = rfc3339(claim_at);
-    let claim = "UPDATE turns SET lease_until = $2
-         FROM (SELECT match_id, seat FROM turns
-             WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
-             ORDER BY due_at LIMIT $3
-             FOR UPDATE SKIP LOCKED) due
-         WHERE turns.match_id = due.match_id AND turns.seat = due.seat
-         RETURNING turns.match_id::text AS match_id, turns.seat, turns.version, turns.due_at,
-             turns.remind_at, turns.bot, turns.lease_until";
+    let claim = statements::CLAIM_TURNS;
     let args = format!("'{now}', '{lease}', 64");
     let types = "timestamptz, timestamptz, int8";
     explain_as(
@@ -1428,6 +1557,24 @@ async fn sizes(url: &str, vacuum_full: bool) -> Result<()> {
     Ok(())
 }
 
+/// A table's bytes on disk, part by part (heap, maps, TOAST, each index), then in total.
+async fn relation_bytes(conn: &mut PgConnection, table: &str) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT 'table (heap)', pg_relation_size($1::regclass)
+         UNION ALL SELECT 'free space and visibility maps',
+             pg_relation_size($1::regclass, 'fsm') + pg_relation_size($1::regclass, 'vm')
+         UNION ALL SELECT 'TOAST (table and its index)',
+             COALESCE((SELECT pg_total_relation_size(reltoastrelid) FROM pg_class
+                 WHERE oid = $1::regclass AND reltoastrelid <> 0), 0)
+         UNION ALL (SELECT 'index ' || indexrelid::regclass::text, pg_relation_size(indexrelid)
+             FROM pg_index WHERE indrelid = $1::regclass ORDER BY 1)
+         UNION ALL SELECT 'total (pg_total_relation_size)', pg_total_relation_size($1::regclass)",
+    )
+    .bind(table)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
 async fn print_sizes(conn: &mut PgConnection, when: &str) -> Result<()> {
     let (events,): (i64,) = sqlx::query_as("SELECT count(*) FROM events")
         .fetch_one(&mut *conn)
@@ -1445,21 +1592,7 @@ async fn print_sizes(conn: &mut PgConnection, when: &str) -> Result<()> {
         ("seats", matches),
         ("turns", 0),
     ] {
-        let parts: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT 'table (heap)', pg_relation_size($1::regclass)
-             UNION ALL SELECT 'free space and visibility maps',
-                 pg_relation_size($1::regclass, 'fsm') + pg_relation_size($1::regclass, 'vm')
-             UNION ALL SELECT 'TOAST (table and its index)',
-                 COALESCE((SELECT pg_total_relation_size(reltoastrelid) FROM pg_class
-                     WHERE oid = $1::regclass AND reltoastrelid <> 0), 0)
-             UNION ALL (SELECT 'index ' || indexrelid::regclass::text, pg_relation_size(indexrelid)
-                 FROM pg_index WHERE indrelid = $1::regclass ORDER BY 1)
-             UNION ALL SELECT 'total (pg_total_relation_size)', pg_total_relation_size($1::regclass)",
-        )
-        .bind(table)
-        .fetch_all(&mut *conn)
-        .await?;
-        for (what, bytes) in parts {
+        for (what, bytes) in relation_bytes(conn, table).await? {
             let per = if rows > 0 {
                 format!("{:.1}", bytes as f64 / rows as f64)
             } else {

@@ -19,6 +19,9 @@
 //!   stored hashed ([`SeatRecord::token_hash`]).
 //! - Snapshots written by another rules version are ignored by [`Store::load`]: events are the
 //!   truth, snapshots only a cache.
+//! - An archived match ([`Store::archive_finished`], PostgreSQL) reads, retries and verifies
+//!   exactly as its rows did: the archive is unpacked with its chain recomputed and refused
+//!   ([`StoreError::Corrupt`]) unless it ends at the hash stored with it.
 //! - Pending turns (turn deadlines and bot turns, [`MatchUpdate::turns`]) are written by the
 //!   same statement (PostgreSQL) or transaction (SQLite) as the events that make their seats
 //!   awaited, so a committed event never lacks its deadline. [`Store::claim_turns`] leases due
@@ -50,7 +53,8 @@
 //! - `R`: the client's request id as a string, or `null`; `N`: the sequence number.
 //!
 //! An auditor recomputes `hash[n] = SHA-256(hash[n-1] ‖ canonical_bytes(event n))` from the
-//! stored columns alone.
+//! stored columns alone; for an archived match, from the archived events, the last of which
+//! must hash to the `last_hash` stored beside them.
 //!
 //! # Code map
 //! - `lib.rs`: the public types and [`Store`], which checks what it is given and hands each call
@@ -59,7 +63,8 @@
 //!   `mod.rs` (connecting, errors, the backend's operations), `matches.rs` (match rows and
 //!   seats), `events.rs` (appends, reads, loads, snapshots), `turns.rs` (pending turns and
 //!   reminders), `outbox.rs` (webhooks and their notifications). Only PostgreSQL has `batch.rs`
-//!   (the group commit) and `notify.rs` (append announcements across processes).
+//!   (the group commit), `notify.rs` (append announcements across processes) and `archive.rs`
+//!   (ended matches' logs, each in one row in the format of the crate's `archive.rs`).
 //! - `rows.rs`: the rows both backends read and the column structs they bind; `canonical.rs`:
 //!   the canonical bytes and the hash chain; `turns.rs` and `outbox.rs`: what both backends
 //!   share about pending turns and the outbox, and the outbox's public types.
@@ -67,6 +72,7 @@
 //!   `metrics` facade (exported by the recorder the process installs, if any).
 //! - `migrations/` at the workspace root: each backend's schema; its README lists what differs.
 
+mod archive;
 mod backend;
 mod canonical;
 pub mod metrics;
@@ -89,6 +95,17 @@ pub use outbox::{
 };
 pub use postgres::GroupCommit;
 pub use postgres::notify::{Listener, NOTIFY_CHANNEL, Notice};
+
+/// The PostgreSQL statements behind the store's reads and the turn claim, exactly as it issues
+/// them, for tools that explain their plans (the scale benchmark). Not part of the API.
+#[doc(hidden)]
+pub mod statements {
+    pub use crate::postgres::events::{
+        LOAD_SNAPSHOT, load_events_sql, read_sql as read_events_sql,
+    };
+    pub use crate::postgres::matches::{list_sql as list_matches_sql, read_sql as read_match_sql};
+    pub use crate::postgres::turns::CLAIM as CLAIM_TURNS;
+}
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;
@@ -840,6 +857,21 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>, StoreError> {
         timed!(self, "deliveries", b => b.deliveries(id, seat, limit).await)
+    }
+
+    /// Archives the logs of up to `limit` matches that ended (finished or abandoned) before
+    /// `ended_before`, oldest first; answers how many it archived, so a caller repeats while
+    /// that is `limit`. On PostgreSQL a match's event rows and snapshots are replaced, in one
+    /// transaction, by one compressed value (the format in `archive.rs`) that holds every event and
+    /// request id, checked to give them back before the rows are deleted; reads, retries and
+    /// [`Store::verify_chain`] answer exactly as before. SQLite keeps its rows and archives
+    /// nothing. Concurrent callers (replicas) archive disjoint matches.
+    pub async fn archive_finished(
+        &self,
+        ended_before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u32, StoreError> {
+        timed!(self, "archive_finished", b => b.archive_finished(ended_before, limit).await)
     }
 
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.

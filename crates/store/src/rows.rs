@@ -371,6 +371,24 @@ impl MatchSeatRow {
         }
         Some(match_row?.into_record(&seats))
     }
+
+    /// The records of several matches read as one row per seat, each match's rows together,
+    /// in the order of their first rows.
+    pub(crate) fn into_records(rows: Vec<MatchSeatRow>) -> Result<Vec<MatchRecord>, StoreError> {
+        let mut records = Vec::new();
+        let mut one: Vec<MatchSeatRow> = Vec::new();
+        for row in rows {
+            if one
+                .last()
+                .is_some_and(|last| last.m.match_id != row.m.match_id)
+            {
+                records.extend(MatchSeatRow::into_record(std::mem::take(&mut one)));
+            }
+            one.push(row);
+        }
+        records.extend(MatchSeatRow::into_record(one));
+        records.into_iter().collect()
+    }
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -401,6 +419,10 @@ pub(crate) struct HeadRow {
     pub(crate) last_hash: Vec<u8>,
     pub(crate) first_seq: Option<i64>,
     pub(crate) last_seq: Option<i64>,
+    /// PostgreSQL: the match's log is archived (`version` and `last_hash` are its final head,
+    /// and its request ids are in the archive). SQLite archives nothing.
+    #[sqlx(default)]
+    pub(crate) archived: bool,
 }
 
 pub(crate) fn hash32(bytes: &[u8], what: &str) -> Result<[u8; 32], StoreError> {

@@ -2314,3 +2314,235 @@ async fn a_write_refused_as_read_only_is_unavailable_not_internal() -> Result<()
     h.finish().await?;
     result
 }
+
+/// Archiving (PostgreSQL): a match that ended has its event rows and snapshots replaced by one
+/// compressed row, and every read, retry and audit answers exactly as it did from the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_match_answers_reads_retries_and_audits_as_before() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let ended = new_match(2);
+        h.store.create_match(ended.clone(), vec![created()]).await?;
+        // A request of two events, then single ones, a snapshot, and the last act ends it.
+        let two = vec![
+            action(0, "req-1", 1),
+            NewEvent {
+                kind: "turn".into(),
+                actor: None,
+                request_id: None,
+                payload: json!({"next": 1, "note": "ünïcode ✓"}),
+                at: at(1),
+            },
+        ];
+        h.store
+            .append(ended.id, 1, two.clone(), MatchUpdate::default())
+            .await?;
+        for n in 2..=8 {
+            h.store
+                .append(
+                    ended.id,
+                    n + 1,
+                    vec![action((n % 2) as u8, &format!("req-{n}"), n as i64)],
+                    MatchUpdate::default(),
+                )
+                .await?;
+        }
+        h.store
+            .put_snapshot(
+                ended.id,
+                &Snapshot {
+                    seq: 6,
+                    rules_version: 1,
+                    state: json!({"at": 6}),
+                },
+            )
+            .await?;
+        let last = action(1, "req-last", 9);
+        let finish = MatchUpdate {
+            status: Some(MatchStatus::Finished),
+            ..MatchUpdate::default()
+        };
+        h.store
+            .append(ended.id, 10, vec![last.clone()], finish.clone())
+            .await?;
+        // Still being played, and ended too recently: neither is archived.
+        let playing = new_match(2);
+        h.store
+            .create_match(playing.clone(), vec![created()])
+            .await?;
+        let recent = new_match(2);
+        h.store
+            .create_match(recent.clone(), vec![created()])
+            .await?;
+        let mut recent_end = action(0, "recent", 1);
+        recent_end.at = Utc::now() + chrono::Duration::days(1);
+        h.store
+            .append(recent.id, 1, vec![recent_end], finish.clone())
+            .await?;
+
+        let record = h.store.get_match(ended.id).await?;
+        let events = h.store.read_events(ended.id, 0, 1000).await?;
+        let page = h.store.read_events(ended.id, 3, 4).await?;
+        let loaded = h.store.load(ended.id, 1).await?;
+        assert_eq!(events.len(), 11);
+        assert!(loaded.snapshot.is_some(), "the snapshot is used before");
+
+        let cutoff = Utc::now() + chrono::Duration::hours(1);
+        assert_eq!(h.store.archive_finished(cutoff, 10).await?, 1);
+        assert_eq!(
+            h.store.archive_finished(cutoff, 10).await?,
+            0,
+            "archived once"
+        );
+
+        let mut db = sqlx::PgConnection::connect(&h.url).await?;
+        let (rows, snapshots, archives): (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM events WHERE match_id = $1::uuid),
+                (SELECT count(*) FROM snapshots WHERE match_id = $1::uuid),
+                (SELECT count(*) FROM archives WHERE match_id = $1::uuid)",
+        )
+        .bind(ended.id.to_string())
+        .fetch_one(&mut db)
+        .await?;
+        assert_eq!(
+            (rows, snapshots, archives),
+            (0, 0, 1),
+            "the rows became one archive"
+        );
+
+        // Reads, from a store that has not seen the match too.
+        let cold = Store::connect(&h.url, options()).await?;
+        for store in [&h.store, &cold] {
+            assert_eq!(store.get_match(ended.id).await?, record);
+            assert_eq!(store.read_events(ended.id, 0, 1000).await?, events);
+            assert_eq!(store.read_events(ended.id, 3, 4).await?, page);
+            assert!(store.read_events(ended.id, 11, 5).await?.is_empty());
+            let after = store.load(ended.id, 1).await?;
+            assert_eq!(after.record, loaded.record);
+            assert_eq!(after.snapshot, None);
+            assert_eq!(after.events, events, "every event, no snapshot");
+            assert_eq!(
+                store.verify_chain(ended.id).await?,
+                ChainCheck::Valid { events: 11 }
+            );
+            // Retries find their original events, whatever version they name.
+            for (expected, batch, original) in [
+                (1, two.clone(), &events[1..3]),
+                (10, vec![last.clone()], &events[10..11]),
+                (11, vec![last.clone()], &events[10..11]),
+            ] {
+                let retry = store
+                    .append(ended.id, expected, batch, finish.clone())
+                    .await?;
+                assert!(retry.duplicate);
+                assert_eq!(retry.events, original);
+            }
+            // Anything new is refused, and writes nothing.
+            let refused = store
+                .append(
+                    ended.id,
+                    11,
+                    vec![action(0, "late", 12)],
+                    MatchUpdate::default(),
+                )
+                .await;
+            assert!(
+                matches!(&refused, Err(StoreError::Invalid(m)) if m.contains("archived")),
+                "{refused:?}"
+            );
+            let snapshot = Snapshot {
+                seq: 8,
+                rules_version: 1,
+                state: json!({"at": 8}),
+            };
+            store.put_snapshot(ended.id, &snapshot).await?;
+            assert_eq!(store.load(ended.id, 1).await?.snapshot, None);
+        }
+        assert_eq!(h.store.read_events(ended.id, 0, 1000).await?, events);
+        for (id, count) in [(playing.id, 1), (recent.id, 2)] {
+            assert_eq!(h.store.read_events(id, 0, 10).await?.len(), count);
+            let (rows,): (i64,) =
+                sqlx::query_as("SELECT count(*) FROM events WHERE match_id = $1::uuid")
+                    .bind(id.to_string())
+                    .fetch_one(&mut db)
+                    .await?;
+            assert_eq!(rows, count as i64, "not archived");
+        }
+
+        // A changed archive is refused, not served.
+        sqlx::query(
+            "UPDATE archives SET body = set_byte(body, length(body) / 2,
+                get_byte(body, length(body) / 2) # 1) WHERE match_id = $1::uuid",
+        )
+        .bind(ended.id.to_string())
+        .execute(&mut db)
+        .await?;
+        let corrupt = cold.read_events(ended.id, 0, 1000).await;
+        assert!(
+            matches!(corrupt, Err(StoreError::Corrupt(_))),
+            "{corrupt:?}"
+        );
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}
+
+/// Replicas archiving at once take disjoint matches, and every ended match is archived once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_archivers_archive_each_match_once() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let mut ids = Vec::new();
+        for n in 0..24 {
+            let m = new_match(2);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            let status = if n % 3 == 0 {
+                MatchStatus::Abandoned
+            } else {
+                MatchStatus::Finished
+            };
+            let end = MatchUpdate {
+                status: Some(status),
+                ..MatchUpdate::default()
+            };
+            h.store
+                .append(m.id, 1, vec![action(0, "end", 1)], end)
+                .await?;
+            ids.push(m.id);
+        }
+        let cutoff = Utc::now() + chrono::Duration::hours(1);
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let store = Store::connect(&h.url, options()).await?;
+            tasks.spawn(async move {
+                let mut total = 0;
+                loop {
+                    let n = store.archive_finished(cutoff, 3).await?;
+                    total += n;
+                    if n == 0 {
+                        return anyhow::Ok(total);
+                    }
+                }
+            });
+        }
+        let mut total = 0;
+        while let Some(done) = tasks.join_next().await {
+            total += done??;
+        }
+        assert_eq!(total, 24);
+        for id in ids {
+            let events = h.store.read_events(id, 0, 10).await?;
+            assert_eq!(events.len(), 2);
+            assert_eq!(
+                h.store.verify_chain(id).await?,
+                ChainCheck::Valid { events: 2 }
+            );
+        }
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}

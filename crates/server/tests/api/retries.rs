@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 use crate::helpers::{Backend, Options, PgProxy, TestApp, spawn_app_with, spawn_replica_with};
 
@@ -191,6 +192,85 @@ async fn act_retried_after_snapshot_and_restart(backend: Backend) {
         (again["duplicate"].clone(), version(&again)),
         (json!(true), original)
     );
+}
+
+/// What anyone may read of a match: its history, view and record, as a spectator and as each
+/// seat.
+async fn reads(app: &TestApp, id: &str, tokens: &[String]) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for path in ["history", "view", ""].map(|tail| format!("/v1/matches/{id}/{tail}")) {
+        let path = path.trim_end_matches('/');
+        for token in std::iter::once(None).chain(tokens.iter().map(|t| Some(t.as_str()))) {
+            let (status, body) = get(app, path, token).await;
+            assert_eq!(status, 200, "{path}: {body}");
+            answers.push(body);
+        }
+    }
+    answers
+}
+
+/// Archives a match one second after it ends.
+const ARCHIVE_AT_ONCE: Options = Options {
+    allow_fixed_deck: false,
+    capture_log: false,
+    env: &[("MISSIVE_ARCHIVE_AFTER_SECS", "1")],
+};
+
+/// A match played to its end is archived by the server (its event rows become one compressed
+/// row); after a restart, its history, audit log and views are what they were, and its first
+/// and last acts, sent again, are duplicates with their original versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_match_answers_and_dedupes_as_before_on_postgres() {
+    let mut app = spawn_app_with(Backend::Postgres, ARCHIVE_AT_ONCE).await;
+    let (id, tokens) = started(&app).await;
+    let path = format!("/v1/matches/{id}/act");
+    let (first_token, first, answer) = play(&app, &id, &tokens, "act-first").await.expect("a move");
+    let first_version = version(&answer);
+    let mut last = None;
+    let mut n = 0;
+    while let Some(played) = play(&app, &id, &tokens, &format!("act-{n}")).await {
+        last = Some(played);
+        n += 1;
+        assert!(n < 500, "a match ends");
+    }
+    let (last_token, last_body, last_answer) = last.expect("more than one act");
+    let before = reads(&app, &id, &tokens).await;
+    // The archiver runs every second; wait for it.
+    let mut db = sqlx::PgConnection::connect(app.database_url())
+        .await
+        .expect("the test database");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (archived, rows): (bool, i64) = sqlx::query_as(
+            "SELECT archived, (SELECT count(*) FROM events WHERE match_id = $1::uuid)
+             FROM matches WHERE match_id = $1::uuid",
+        )
+        .bind(&id)
+        .fetch_one(&mut db)
+        .await
+        .expect("the match row");
+        if archived {
+            assert_eq!(rows, 0, "an archived match keeps no event rows");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the match was not archived in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Served from the archive, by a server that has not cached the match.
+    app.restart_after(Duration::ZERO).await;
+    assert_eq!(reads(&app, &id, &tokens).await, before);
+    for (token, body, original) in [
+        (&first_token, &first, first_version),
+        (&last_token, &last_body, version(&last_answer)),
+    ] {
+        let (status, again) = post(&app, &path, Some(token), body).await;
+        assert_eq!(status, 200, "{again}");
+        assert_eq!(again["duplicate"], true, "{again}");
+        assert_eq!(version(&again), original);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -138,7 +138,7 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
     let row: Option<HeadRow> = sqlx::query_as(
         "SELECT m.seat_count, COALESCE(last.seq, m.version) AS version,
              COALESCE(last.hash, m.last_hash) AS last_hash,
-             r.seq AS first_seq, r.request_last AS last_seq
+             r.seq AS first_seq, r.request_last AS last_seq, m.archived
          FROM matches m
          LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
              WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true
@@ -197,6 +197,24 @@ async fn check(
             duplicate: true,
             webhooks_queued: false,
         }));
+    }
+    if let (true, Some(request_id)) = (head.archived, request_id) {
+        // A retry that comes after the match was archived: its events are in the archive.
+        let original = super::archive::read(pool, id)
+            .await?
+            .and_then(|archived| archived.request(request_id));
+        if let Some(events) = original {
+            return Ok(Checked::Duplicate(Appended {
+                events,
+                duplicate: true,
+                webhooks_queued: false,
+            }));
+        }
+    }
+    if head.archived {
+        return Err(StoreError::Invalid(format!(
+            "match {id} has ended and its log is archived: nothing more can be appended"
+        )));
     }
     head.check_seats(update)?;
     if let Some(turns) = &update.turns {
@@ -481,24 +499,48 @@ fn appended(
     }
 }
 
+/// A page of a match's events: `$1` the match, after seq `$2`, at most `$3`.
+pub fn read_sql() -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2
+         ORDER BY seq LIMIT $3"
+    )
+}
+
+/// A load's newest snapshot: `$1` the match, `$2` the rules version, at or before seq `$3`.
+pub const LOAD_SNAPSHOT: &str = "SELECT seq, rules_version, state::text AS state FROM snapshots
+     WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
+     ORDER BY seq DESC LIMIT 1";
+
+/// A load's events: `$1` the match, after seq `$2` (the snapshot's).
+pub fn load_events_sql() -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
+    )
+}
+
 pub(super) async fn read(
     pool: &PgPool,
     id: MatchId,
     after: u64,
     limit: u32,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let rows: Vec<EventRow> = sqlx::query_as(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq LIMIT $3"
-    ))
-    .bind(id.to_string())
-    .bind(to_i64(after)?)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
+    let rows: Vec<EventRow> = sqlx::query_as(&read_sql())
+        .bind(id.to_string())
+        .bind(to_i64(after)?)
+        .bind(i64::from(limit))
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
     if rows.is_empty() {
-        // Distinguish "no events yet" from "no such match".
-        super::matches::get(pool, id).await?;
+        // No events yet, no such match, or an archived match.
+        let archived = super::archive::read_if_exists(pool, id)
+            .await?
+            .ok_or(StoreError::NotFound(id))?;
+        if let Some(archived) = archived {
+            let page = archived.events.into_iter().filter(|e| e.seq > after);
+            return Ok(page.take(limit as usize).collect());
+        }
     }
     rows.into_iter().map(|r| r.into_event(id)).collect()
 }
@@ -512,30 +554,24 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         .await
         .map_err(db)?;
     let record = super::matches::read(&mut *tx, id).await?;
-    let snapshot: Option<SnapshotRow> = sqlx::query_as(
-        "SELECT seq, rules_version, state::text AS state FROM snapshots
-         WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
-         ORDER BY seq DESC LIMIT 1",
-    )
-    .bind(id.to_string())
-    .bind(
-        i32::try_from(rules_version)
-            .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
-    )
-    .bind(to_i64(record.version)?)
-    .fetch_optional(&mut *tx)
-    .await
-    .map_err(db)?;
+    let snapshot: Option<SnapshotRow> = sqlx::query_as(LOAD_SNAPSHOT)
+        .bind(id.to_string())
+        .bind(
+            i32::try_from(rules_version)
+                .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
+        )
+        .bind(to_i64(record.version)?)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
     let snapshot = snapshot.map(SnapshotRow::into_snapshot).transpose()?;
     let after = snapshot.as_ref().map_or(0, |s| s.seq);
-    let rows: Vec<EventRow> = sqlx::query_as(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
-    ))
-    .bind(id.to_string())
-    .bind(to_i64(after)?)
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
+    let rows: Vec<EventRow> = sqlx::query_as(&load_events_sql())
+        .bind(id.to_string())
+        .bind(to_i64(after)?)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
     // The request ids the snapshot folded in, through the request index.
     let requests: Vec<(String, i64)> = if after > 0 {
         sqlx::query_as(
@@ -550,7 +586,21 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     } else {
         Vec::new()
     };
+    // No events after the snapshot may mean the log is archived: then it is all there.
+    let archived = if rows.is_empty() && record.version > 0 {
+        super::archive::read(&mut *tx, id).await?
+    } else {
+        None
+    };
     tx.commit().await.map_err(db)?;
+    if let Some(archived) = archived {
+        return Ok(Loaded {
+            record,
+            snapshot: None,
+            events: archived.events,
+            requests: Vec::new(),
+        });
+    }
     let events = rows
         .into_iter()
         .map(|r| r.into_event(id))
@@ -574,7 +624,7 @@ pub(super) async fn put_snapshot(
     let result = sqlx::query(
         "INSERT INTO snapshots (match_id, seq, rules_version, state)
          SELECT match_id, $2, $3, $4::jsonb FROM matches
-         WHERE match_id = $1::uuid AND (version >= $2
+         WHERE match_id = $1::uuid AND NOT archived AND (version >= $2
              OR EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2))
          ON CONFLICT (match_id, seq) DO UPDATE
              SET rules_version = EXCLUDED.rules_version, state = EXCLUDED.state",
@@ -590,8 +640,12 @@ pub(super) async fn put_snapshot(
     .await
     .map_err(db)?;
     if result.rows_affected() == 0 {
-        // Either no such match, or a snapshot of events that do not exist yet.
+        // No such match, a snapshot of events that do not exist yet, or an archived match,
+        // whose log is one value and has no snapshots.
         let record = super::matches::get(pool, id).await?;
+        if snapshot.seq <= record.version {
+            return Ok(());
+        }
         return Err(StoreError::Internal(format!(
             "snapshot at seq {} is beyond the match's version {}",
             snapshot.seq, record.version

@@ -5,7 +5,7 @@ use sqlx::{PgPool, Postgres};
 use super::events::EventColumns;
 use super::turns::TurnColumns;
 use super::{Pg, custom_plans, db, is_unique_violation};
-use crate::rows::{Binds, MatchRow, MatchSeatRow, MatchValues, Params, SeatRow, hash32};
+use crate::rows::{Binds, MatchSeatRow, MatchValues, Params, hash32};
 use crate::{
     MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
 };
@@ -18,8 +18,6 @@ const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.confi
     GREATEST(m.updated_at, last.at) AS updated_at, COALESCE(last.seq, m.version) AS version \
     FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
         WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
-const SEAT_COLUMNS: &str =
-    "match_id::text AS match_id, seat, player, token_hash, bot, account, invited";
 
 /// Seats to write, one array per column (`smallint[], text[], bytea[], text[]`). Their
 /// accounts are bound apart, as the statement's last parameter ([`SeatColumns::accounts`]).
@@ -151,20 +149,19 @@ pub(super) async fn get(pool: &PgPool, id: MatchId) -> Result<MatchRecord, Store
     read(pool, id).await
 }
 
+/// A seat's columns beside its match's, as [`MatchSeatRow`] reads them (seats as `s`).
+const SEAT_OF_ROW: &str = "s.seat, s.player, s.token_hash, s.bot, s.account, s.invited";
+
 /// The match row and its seats in one statement: one row per seat, the match's columns repeated.
 pub(super) async fn read<'e>(
     executor: impl sqlx::PgExecutor<'e>,
     id: MatchId,
 ) -> Result<MatchRecord, StoreError> {
-    let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
-        "SELECT m.*, s.seat, s.player, s.token_hash, s.bot, s.account, s.invited
-         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
-         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
-    ))
-    .bind(id.to_string())
-    .fetch_all(executor)
-    .await
-    .map_err(db)?;
+    let rows: Vec<MatchSeatRow> = sqlx::query_as(&read_sql())
+        .bind(id.to_string())
+        .fetch_all(executor)
+        .await
+        .map_err(db)?;
     MatchSeatRow::into_record(rows).ok_or(StoreError::NotFound(id))?
 }
 
@@ -178,6 +175,29 @@ pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreEr
     hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
 }
 
+/// ListMatches, a page with its seats: `$1` the status and `$2` the kind (each `NULL` for
+/// any), `$3` the cursor (`NULL` for the first page), `$4` the page size.
+pub fn list_sql() -> String {
+    format!(
+        "SELECT m.*, {SEAT_OF_ROW} FROM ({MATCH_SELECT}
+             WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
+               AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
+               AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)
+             ORDER BY m.match_id LIMIT $4) m
+         LEFT JOIN seats s ON s.match_id = m.match_id::uuid
+         ORDER BY m.match_id, s.seat"
+    )
+}
+
+/// A match row with its seats, one row per seat: `$1` the match.
+pub fn read_sql() -> String {
+    format!(
+        "SELECT m.*, {SEAT_OF_ROW}
+         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
+         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
+    )
+}
+
 pub(super) async fn list(
     pool: &PgPool,
     filter: &MatchFilter,
@@ -185,23 +205,18 @@ pub(super) async fn list(
     // Planned with its values ([`custom_plans`]): a generic plan cannot use `status` or the
     // cursor as index conditions (`IS NULL OR`) and walks `matches_pkey` from the first id.
     // Open matches of any kind are served by `matches_open`, a kind by `matches_status_kind`.
+    // The page's seats come with it, one row per seat.
     let mut tx = custom_plans(pool).await?;
-    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
-        "{MATCH_SELECT}
-         WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
-           AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
-           AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)
-         ORDER BY m.match_id LIMIT $4"
-    ))
-    .bind(filter.status.map(|s| s.as_str()))
-    .bind(filter.kind.as_deref())
-    .bind(filter.after.map(|a| a.to_string()))
-    .bind(filter.effective_limit())
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
+    let rows: Vec<MatchSeatRow> = sqlx::query_as(&list_sql())
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.kind.as_deref())
+        .bind(filter.after.map(|a| a.to_string()))
+        .bind(filter.effective_limit())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
     tx.commit().await.map_err(db)?;
-    with_seats(pool, rows).await
+    MatchSeatRow::into_records(rows)
 }
 
 /// The matches the account holds a seat in (through `seats_account`), newest activity first.
@@ -211,12 +226,14 @@ pub(super) async fn of_player(
 ) -> Result<Vec<MatchRecord>, StoreError> {
     // A generic plan, unlike `list`'s: `seats_account` finds the account's matches whatever the
     // other parameters are, and no index gives their order, so the values change nothing.
-    let rows: Vec<MatchRow> = sqlx::query_as(&format!(
-        "SELECT * FROM ({MATCH_SELECT}
-             WHERE m.match_id IN (SELECT match_id FROM seats WHERE account = $1)) m
-         WHERE ($2::text IS NULL OR m.status = $2)
-           AND ($3::timestamptz IS NULL OR (m.updated_at, m.match_id) < ($3, $4::text))
-         ORDER BY m.updated_at DESC, m.match_id DESC LIMIT $5"
+    let rows: Vec<MatchSeatRow> = sqlx::query_as(&format!(
+        "SELECT m.*, {SEAT_OF_ROW} FROM (SELECT * FROM ({MATCH_SELECT}
+                 WHERE m.match_id IN (SELECT match_id FROM seats WHERE account = $1)) m
+             WHERE ($2::text IS NULL OR m.status = $2)
+               AND ($3::timestamptz IS NULL OR (m.updated_at, m.match_id) < ($3, $4::text))
+             ORDER BY m.updated_at DESC, m.match_id DESC LIMIT $5) m
+         LEFT JOIN seats s ON s.match_id = m.match_id::uuid
+         ORDER BY m.updated_at DESC, m.match_id DESC, s.seat"
     ))
     .bind(&filter.account)
     .bind(filter.status.map(|s| s.as_str()))
@@ -226,18 +243,5 @@ pub(super) async fn of_player(
     .fetch_all(pool)
     .await
     .map_err(db)?;
-    with_seats(pool, rows).await
-}
-
-/// The records of `rows`, with their seats read in one query.
-async fn with_seats(pool: &PgPool, rows: Vec<MatchRow>) -> Result<Vec<MatchRecord>, StoreError> {
-    let ids: Vec<String> = rows.iter().map(|r| r.match_id.clone()).collect();
-    let seats: Vec<SeatRow> = sqlx::query_as(&format!(
-        "SELECT {SEAT_COLUMNS} FROM seats WHERE match_id = ANY($1::uuid[]) ORDER BY match_id, seat"
-    ))
-    .bind(&ids)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    rows.into_iter().map(|r| r.into_record(&seats)).collect()
+    MatchSeatRow::into_records(rows)
 }

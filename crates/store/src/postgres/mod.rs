@@ -23,12 +23,13 @@
 //! per column for the rows of a table, or one struct for a row's scalars, each bound in one
 //! place in the order of its placeholders.
 
+mod archive;
 mod batch;
-mod events;
-mod matches;
+pub(crate) mod events;
+pub(crate) mod matches;
 pub(crate) mod notify;
 mod outbox;
-mod turns;
+pub(crate) mod turns;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -299,6 +300,10 @@ impl Backend for Pg {
         limit: u32,
     ) -> Answer<Vec<DeliveryRecord>> {
         outbox::list(&self.pool, id, seat, limit).await
+    }
+
+    async fn archive_finished(&self, ended_before: DateTime<Utc>, limit: u32) -> Answer<u32> {
+        archive::archive_finished(&self.pool, ended_before, limit).await
     }
 
     fn group_commit(&self) -> Option<GroupCommit> {

@@ -64,6 +64,16 @@ impl Params<Postgres> for ReminderColumns {
     }
 }
 
+/// The claim of due turns: `$1` now, `$2` the lease's end, `$3` the batch.
+pub const CLAIM: &str = "UPDATE turns SET lease_until = $2
+    FROM (SELECT match_id, seat FROM turns
+        WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
+        ORDER BY due_at LIMIT $3
+        FOR UPDATE SKIP LOCKED) due
+    WHERE turns.match_id = due.match_id AND turns.seat = due.seat
+    RETURNING turns.match_id::text AS match_id, turns.seat, turns.version, turns.due_at,
+        turns.remind_at, turns.bot, turns.lease_until";
+
 pub(super) async fn claim(
     pool: &PgPool,
     now: DateTime<Utc>,
@@ -74,22 +84,13 @@ pub(super) async fn claim(
     // an unknown `LIMIT` and makes it a hash join over a sequential scan of `turns` instead of
     // `turns_pkey` probes.
     let mut tx = custom_plans(pool).await?;
-    let rows: Vec<TurnRow> = sqlx::query_as(
-        "UPDATE turns SET lease_until = $2
-         FROM (SELECT match_id, seat FROM turns
-             WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
-             ORDER BY due_at LIMIT $3
-             FOR UPDATE SKIP LOCKED) due
-         WHERE turns.match_id = due.match_id AND turns.seat = due.seat
-         RETURNING turns.match_id::text AS match_id, turns.seat, turns.version, turns.due_at,
-             turns.remind_at, turns.bot, turns.lease_until",
-    )
-    .bind(Time::from(now))
-    .bind(Time::from(lease_until))
-    .bind(i64::from(limit))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
+    let rows: Vec<TurnRow> = sqlx::query_as(CLAIM)
+        .bind(Time::from(now))
+        .bind(Time::from(lease_until))
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
     tx.commit().await.map_err(db)?;
     let mut turns = rows
         .into_iter()

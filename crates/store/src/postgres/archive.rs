@@ -1,0 +1,176 @@
+//! Archived matches on PostgreSQL: a match that ended has its event rows and snapshots
+//! replaced by one `archives` row ([`crate::archive`]'s format), in one transaction, and the
+//! reads of [`super::events`] unpack it where the rows used to be.
+//!
+//! `matches.archived` marks such a match, and `matches.version` and `matches.last_hash` become
+//! its final head (there is no last event row left to read it from), so the head, the match
+//! record and the listings read as before. The ended matches still to archive are found through
+//! the partial index `matches_to_archive`; their rows are locked `FOR UPDATE SKIP LOCKED`, so
+//! replicas archiving at once take disjoint matches.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use super::{custom_plans, db};
+use crate::archive::{self, Packed, Unpacked};
+use crate::rows::{EventRow, hash32, parse_id, to_i64, unsigned};
+use crate::{MatchId, StoreError, StoredEvent};
+
+/// An event row with its request's last seq.
+#[derive(Debug, sqlx::FromRow)]
+struct LogRow {
+    #[sqlx(flatten)]
+    event: EventRow,
+    request_last: Option<i64>,
+}
+
+/// An `archives` row, or the nulls of a match without one.
+#[derive(Debug, sqlx::FromRow)]
+struct ArchiveRow {
+    events: Option<i64>,
+    last_hash: Option<Vec<u8>>,
+    body: Option<Vec<u8>>,
+}
+
+impl ArchiveRow {
+    /// The archive unpacked and checked; `None` for no archive.
+    fn unpack(self, id: MatchId) -> Option<Result<Unpacked, StoreError>> {
+        let (events, last_hash, body) = (self.events?, self.last_hash?, self.body?);
+        let packed = || {
+            Ok(Packed {
+                events: unsigned(events, "archived event count")?,
+                last_hash: hash32(&last_hash, "archived last_hash")?,
+                body,
+            })
+        };
+        Some(packed().and_then(|packed| archive::unpack(id, &packed)))
+    }
+}
+
+/// The archive of match `id`, unpacked and checked; `None` if the match is not archived.
+pub(super) async fn read<'e>(
+    executor: impl sqlx::PgExecutor<'e>,
+    id: MatchId,
+) -> Result<Option<Unpacked>, StoreError> {
+    let row: Option<ArchiveRow> =
+        sqlx::query_as("SELECT events, last_hash, body FROM archives WHERE match_id = $1::uuid")
+            .bind(id.to_string())
+            .fetch_optional(executor)
+            .await
+            .map_err(db)?;
+    row.and_then(|row| row.unpack(id)).transpose()
+}
+
+/// Whether match `id` exists, and its archive if it is archived: one statement.
+pub(super) async fn read_if_exists(
+    pool: &PgPool,
+    id: MatchId,
+) -> Result<Option<Option<Unpacked>>, StoreError> {
+    let row: Option<ArchiveRow> = sqlx::query_as(
+        "SELECT a.events, a.last_hash, a.body FROM matches m
+         LEFT JOIN archives a ON a.match_id = m.match_id WHERE m.match_id = $1::uuid",
+    )
+    .bind(id.to_string())
+    .fetch_optional(pool)
+    .await
+    .map_err(db)?;
+    row.map(|row| row.unpack(id).transpose()).transpose()
+}
+
+/// Archives up to `limit` matches that ended before `ended_before`, oldest first, in one
+/// transaction; the number archived. A match whose rows do not form a whole chain is left as
+/// it is and reported, never archived.
+pub(super) async fn archive_finished(
+    pool: &PgPool,
+    ended_before: DateTime<Utc>,
+    limit: u32,
+) -> Result<u32, StoreError> {
+    let mut tx = custom_plans(pool).await?;
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "SELECT match_id::text FROM matches
+         WHERE status IN ('finished', 'abandoned') AND NOT archived AND updated_at < $1
+         ORDER BY updated_at LIMIT $2
+         FOR UPDATE SKIP LOCKED",
+    )
+    .bind(ended_before)
+    .bind(i64::from(limit))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?;
+    let mut archived = 0;
+    for (id,) in ids {
+        let id = parse_id(&id)?;
+        let rows: Vec<LogRow> = sqlx::query_as(
+            "SELECT seq, kind, actor, request_id, request_last, payload::text AS payload, at,
+                prev_hash, hash
+             FROM events WHERE match_id = $1::uuid ORDER BY seq",
+        )
+        .bind(id.to_string())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+        let log = rows
+            .into_iter()
+            .map(|row| {
+                let last = row
+                    .request_last
+                    .map(|l| unsigned(l, "request_last"))
+                    .transpose()?;
+                Ok((row.event.into_event(id)?, last))
+            })
+            .collect::<Result<Vec<(StoredEvent, Option<u64>)>, StoreError>>()?;
+        let packed = match pack_checked(id, &log) {
+            Ok(packed) => packed,
+            Err(e) => {
+                tracing::error!(match_id = %id, error = %e, "a match's log cannot be archived");
+                continue;
+            }
+        };
+        let last_at = log.last().map(|(e, _)| e.at);
+        // Only the rows archived are deleted: an event appended since (none should be, the
+        // match having ended) would stay a row, never be lost.
+        sqlx::query(
+            "WITH a AS (
+                INSERT INTO archives (match_id, events, last_hash, body)
+                VALUES ($1::uuid, $2, $3, $4)
+            ), e AS (
+                DELETE FROM events WHERE match_id = $1::uuid AND seq <= $2
+            ), s AS (
+                DELETE FROM snapshots WHERE match_id = $1::uuid
+            )
+            UPDATE matches SET archived = true, version = $2, last_hash = $3,
+                updated_at = GREATEST(updated_at, $5)
+            WHERE match_id = $1::uuid",
+        )
+        .bind(id.to_string())
+        .bind(to_i64(packed.events)?)
+        .bind(packed.last_hash.to_vec())
+        .bind(packed.body)
+        .bind(last_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        archived += 1;
+    }
+    tx.commit().await.map_err(db)?;
+    Ok(archived)
+}
+
+/// Packs `log` and unpacks it again: the rows are deleted only if the archive gives back
+/// exactly these events and request ids.
+fn pack_checked(id: MatchId, log: &[(StoredEvent, Option<u64>)]) -> Result<Packed, StoreError> {
+    let packed = archive::pack(log)?;
+    let back = archive::unpack(id, &packed)?;
+    let same_events =
+        back.events.len() == log.len() && back.events.iter().zip(log).all(|(a, (b, _))| a == b);
+    let requests = log
+        .iter()
+        .filter_map(|(e, last)| Some((e.request_id.clone()?, e.seq, (*last)?)))
+        .collect::<Vec<_>>();
+    if !same_events || back.requests != requests {
+        return Err(StoreError::Corrupt(format!(
+            "the archive of match {id} would not give back its events"
+        )));
+    }
+    Ok(packed)
+}
