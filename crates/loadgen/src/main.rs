@@ -12,6 +12,7 @@
 //! at a server someone else runs instead.
 
 mod acts;
+mod costs;
 mod floor;
 mod raw;
 mod server;
@@ -98,6 +99,11 @@ enum Mode {
         /// `ListMatches` in a loop. 0: none.
         #[arg(long, default_value_t = 0)]
         flood: usize,
+        /// Also count, over each acts step, the server's PostgreSQL statements
+        /// (`pg_stat_statements`, which must be loaded) and its socket system calls (`perf`),
+        /// per act.
+        #[arg(long)]
+        costs: bool,
     },
     /// Idle watch streams and the server's memory per stream.
     Watch {
@@ -172,10 +178,19 @@ async fn run_acts(
     rounds: usize,
     seed: u64,
     floor: bool,
+    costs: bool,
     options: acts::Options,
 ) -> Result<()> {
     let window = Duration::from_secs(secs.max(1));
     let raw_url = server.database_url.clone();
+    let costs_at = match (costs, &raw_url, server.pid) {
+        (false, _, _) => None,
+        (true, Some(url), Some(pid)) => {
+            costs::Costs::check(url).await?;
+            Some((url.clone(), pid))
+        }
+        (true, _, _) => anyhow::bail!("--costs needs the server's database URL and pid"),
+    };
     match &raw_url {
         Some(url) => {
             println!("{}; {}", postgres_facts(url).await?, machine());
@@ -226,12 +241,20 @@ async fn run_acts(
         let mut raw_step = stats::Step::default();
         let mut checks = stats::Step::default();
         let mut server_cpu = Some(Duration::ZERO);
+        let mut step_costs = costs::Costs::default();
         for round in 0..rounds.max(1) {
             if let Some(url) = &raw_url {
                 raw_step.append(raw::inserts(url, c, cli.db_connections, window).await?);
             }
+            let probe = match &costs_at {
+                Some((url, pid)) => Some(costs::Costs::start(url, *pid, window).await?),
+                None => None,
+            };
             let cpu_before = server.cpu_time();
             let one = acts::play(&server.grpc, c, window, seed ^ round as u64, options).await?;
+            if let (Some((url, _)), Some(probe)) = (&costs_at, probe) {
+                step_costs.finish(url, probe).await?;
+            }
             server_cpu = match (server_cpu, cpu_before, server.cpu_time()) {
                 (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
                 _ => None,
@@ -279,6 +302,9 @@ async fn run_acts(
             raw_step.percentile_ms(50.0),
             raw_step.percentile_ms(99.0),
         );
+        if costs_at.is_some() {
+            step_costs.print(c, played.acts.ops, played.matches);
+        }
         if options.flood > 0 {
             let per_sec = |n: u64| n as f64 / (window.as_secs_f64() * rounds.max(1) as f64);
             println!(
@@ -352,13 +378,14 @@ async fn main() -> Result<()> {
             floor,
             think_ms,
             flood,
+            costs,
         } => {
             let options = acts::Options {
                 think: Duration::from_millis(*think_ms),
                 flood: *flood,
             };
             run_acts(
-                &cli, &server, clients, *secs, *rounds, *seed, *floor, options,
+                &cli, &server, clients, *secs, *rounds, *seed, *floor, *costs, options,
             )
             .await
         }
