@@ -31,7 +31,7 @@ trap cleanup EXIT
 as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust >/dev/null
 as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -o "-p $port -k $dir \
     -c listen_addresses=127.0.0.1 -c max_connections=200 \
-    -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all" \
+    -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top" \
     start >/dev/null
 
 "${CARGO_TARGET_DIR:-target}/release/missive-load" --database-url "postgres://postgres@127.0.0.1:$port/postgres" \

@@ -31,7 +31,14 @@ pub mod codec {
     use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
     use tonic_prost::{ProstCodec, ProstDecoder};
 
-    /// [`ProstCodec`], with [`Invalid`] decoding.
+    /// The buffer a response's encoder starts with: a streaming response (a watch) holds
+    /// its buffer as long as it is open, and tonic's default is 8 KiB. Larger messages grow it.
+    pub const ENCODE_BUFFER: usize = 1024;
+
+    /// How much a stream encodes before it yields: tonic's default.
+    const YIELD_THRESHOLD: usize = 32 * 1024;
+
+    /// [`ProstCodec`], with [`Invalid`] decoding and an [`ENCODE_BUFFER`] to encode into.
     #[derive(Debug, Clone)]
     pub struct Codec<T, U>(ProstCodec<T, U>);
 
@@ -52,7 +59,7 @@ pub mod codec {
         type Decoder = Invalid<U>;
 
         fn encoder(&mut self) -> Self::Encoder {
-            self.0.encoder()
+            ProstCodec::<T, U>::raw_encoder(BufferSettings::new(ENCODE_BUFFER, YIELD_THRESHOLD))
         }
 
         fn decoder(&mut self) -> Self::Decoder {

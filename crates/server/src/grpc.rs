@@ -121,7 +121,7 @@ impl Missive for Grpc {
         let rx = self.service.watch(&caller, request.into_inner()).await?;
         let stream = ReceiverStream::new(rx).map(move |item| {
             let _held = &permit;
-            item.map_err(Status::from)
+            item.map(|update| *update).map_err(Status::from)
         });
         Ok(Response::new(Box::pin(stream)))
     }

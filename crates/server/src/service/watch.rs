@@ -15,6 +15,11 @@ pub(super) fn retry_later(id: MatchId, caught_up: ApiResult<bool>) -> ApiResult<
     }
 }
 
+/// What a watch stream's channel carries. Boxed: the channel allocates its slots in blocks of
+/// 32 whether they are used or not, and an unboxed update (its view inline) made that block
+/// most of an idle stream's memory.
+pub(crate) type WatchItem = ApiResult<Box<pb::WatchMatchResponse>>;
+
 impl Service {
     /// Every update after `after_version`, in order, as the caller may see it; the stream ends
     /// once the match is over and its last update sent, or, for a seat's token, with the update
@@ -26,7 +31,7 @@ impl Service {
         self: &Arc<Self>,
         caller: &Caller,
         req: pb::WatchMatchRequest,
-    ) -> ApiResult<mpsc::Receiver<ApiResult<pb::WatchMatchResponse>>> {
+    ) -> ApiResult<mpsc::Receiver<WatchItem>> {
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
         let record = self.store.get_match(id).await?;
@@ -45,11 +50,19 @@ impl Service {
             let _watcher = watcher;
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
+                // The catch-ups and the update's match info are boxed: they run now and then,
+                // and inline they would size the task every idle stream keeps.
                 let mut over = retry_later(
                     id,
-                    service
-                        .catch_up(id, &game, (viewer, since), &mut last, &tx, Some(record))
-                        .await,
+                    Box::pin(service.catch_up(
+                        id,
+                        &game,
+                        (viewer, since),
+                        &mut last,
+                        &tx,
+                        Some(record),
+                    ))
+                    .await,
                 )?;
                 let mut recheck =
                     tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -70,10 +83,13 @@ impl Service {
                         Ok(Wake::Update(update)) if update.event.seq <= last => {}
                         Ok(Wake::Moved(version)) if version <= last => {}
                         Ok(Wake::Update(update)) if update.event.seq == last + 1 => {
-                            let info = service
-                                .info_with(&update.record, game.as_ref(), update.seed)
-                                .await?;
-                            let message = pb::WatchMatchResponse {
+                            let info = Box::pin(service.info_with(
+                                &update.record,
+                                game.as_ref(),
+                                update.seed,
+                            ))
+                            .await?;
+                            let message = Box::new(pb::WatchMatchResponse {
                                 version: update.event.seq,
                                 entries: Self::entries(
                                     game.as_ref(),
@@ -94,7 +110,7 @@ impl Service {
                                     &update.deadlines,
                                     viewer,
                                 )),
-                            };
+                            });
                             if tx.send(Ok(message)).await.is_err()
                                 || vacates(viewer, since, update.event.seq, &update.typed)
                             {
@@ -107,9 +123,15 @@ impl Service {
                             // Events this stream was not handed: read them from the store.
                             over = retry_later(
                                 id,
-                                service
-                                    .catch_up(id, &game, (viewer, since), &mut last, &tx, None)
-                                    .await,
+                                Box::pin(service.catch_up(
+                                    id,
+                                    &game,
+                                    (viewer, since),
+                                    &mut last,
+                                    &tx,
+                                    None,
+                                ))
+                                .await,
                             )?;
                             recheck.reset();
                         }
@@ -135,7 +157,7 @@ impl Service {
         game: &Arc<dyn GameKind>,
         (viewer, since): (Viewer, u64),
         last: &mut u64,
-        tx: &mpsc::Sender<ApiResult<pb::WatchMatchResponse>>,
+        tx: &mpsc::Sender<WatchItem>,
         read: Option<MatchRecord>,
     ) -> ApiResult<bool> {
         let record = match read {
@@ -163,11 +185,11 @@ impl Service {
             let info = self.info(&past, game.as_ref()).await?;
             let view = Self::view(info, &past, state.as_ref(), &deadlines, viewer);
             if tx
-                .send(Ok(pb::WatchMatchResponse {
+                .send(Ok(Box::new(pb::WatchMatchResponse {
                     version: seq,
                     entries,
                     view: Some(view),
-                }))
+                })))
                 .await
                 .is_err()
             {
