@@ -2,7 +2,7 @@
 //! ([`missive_store::Store::archive_finished`]), in every replica.
 //!
 //! A finished match is read far less than it was written, but its events are most of the
-//! database: archived, an event takes about a tenth of the room. Reads, retried requests and
+//! database: archived, an event takes about a seventh of the room. Reads, retried requests and
 //! audits answer exactly as before, so the wait is only there to keep the last act's retries
 //! and the final views on the cheaper rows. Replicas archive disjoint matches; one that dies
 //! mid-batch leaves the batch's transaction uncommitted and the matches to the next round.
