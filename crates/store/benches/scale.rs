@@ -734,24 +734,14 @@ async fn load(url: &str, plans: &[Plan], games: &[GameLog]) -> Result<()> {
     };
     let mut bytes = 0usize;
     while let Some(chunk) = rx.recv().await {
-        match chunk {
-            Chunk::Matches(b) => {
-                bytes += b.len();
-                m.send(b).await?;
-            }
-            Chunk::Seats(b) => {
-                bytes += b.len();
-                s.send(b).await?;
-            }
-            Chunk::Events(b) => {
-                bytes += b.len();
-                e.send(b).await?;
-            }
-            Chunk::Turns(b) => {
-                bytes += b.len();
-                t.send(b).await?;
-            }
-        }
+        let (sink, b) = match chunk {
+            Chunk::Matches(b) => (&mut m, b),
+            Chunk::Seats(b) => (&mut s, b),
+            Chunk::Events(b) => (&mut e, b),
+            Chunk::Turns(b) => (&mut t, b),
+        };
+        bytes += b.len();
+        sink.send(b).await?;
     }
     generator
         .join()

@@ -50,20 +50,9 @@ impl Service {
             let _watcher = watcher;
             let mut last = req.after_version;
             let result: ApiResult<()> = async {
-                // The catch-ups and the update's match info are boxed: they run now and then,
-                // and inline they would size the task every idle stream keeps.
-                let mut over = retry_later(
-                    id,
-                    Box::pin(service.catch_up(
-                        id,
-                        &game,
-                        (viewer, since),
-                        &mut last,
-                        &tx,
-                        Some(record),
-                    ))
-                    .await,
-                )?;
+                let mut over = service
+                    .resync(id, &game, (viewer, since), &mut last, &tx, Some(record))
+                    .await?;
                 let mut recheck =
                     tokio::time::interval_at(tokio::time::Instant::now() + period, period);
                 recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -83,6 +72,7 @@ impl Service {
                         Ok(Wake::Update(update)) if update.event.seq <= last => {}
                         Ok(Wake::Moved(version)) if version <= last => {}
                         Ok(Wake::Update(update)) if update.event.seq == last + 1 => {
+                            // Boxed like `resync`: inline, it would size every idle stream.
                             let info = Box::pin(service.info_with(
                                 &update.record,
                                 game.as_ref(),
@@ -121,18 +111,9 @@ impl Service {
                         }
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                             // Events this stream was not handed: read them from the store.
-                            over = retry_later(
-                                id,
-                                Box::pin(service.catch_up(
-                                    id,
-                                    &game,
-                                    (viewer, since),
-                                    &mut last,
-                                    &tx,
-                                    None,
-                                ))
-                                .await,
-                            )?;
+                            over = service
+                                .resync(id, &game, (viewer, since), &mut last, &tx, None)
+                                .await?;
                             recheck.reset();
                         }
                         Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -146,6 +127,22 @@ impl Service {
             }
         });
         Ok(rx)
+    }
+
+    /// [`Service::catch_up`] under [`retry_later`], boxed: it runs at a stream's start and after
+    /// a missed update, and inline its future would size the task every idle stream keeps.
+    fn resync<'a>(
+        &'a self,
+        id: MatchId,
+        game: &'a Arc<dyn GameKind>,
+        seat: (Viewer, u64),
+        last: &'a mut u64,
+        tx: &'a mpsc::Sender<WatchItem>,
+        read: Option<MatchRecord>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<bool>> + Send + 'a>> {
+        Box::pin(
+            async move { retry_later(id, self.catch_up(id, game, seat, last, tx, read).await) },
+        )
     }
 
     /// Sends every update after `last` from the store; returns whether the stream is done: the
