@@ -429,7 +429,13 @@ impl Cluster {
                 }
                 None => Command::new(&tools.patroni),
             };
-            command.arg(&config).env("HOME", &node_dir);
+            // Run from the node's own directory: the PostgreSQL tools Patroni starts refuse to
+            // run in a working directory their user cannot enter (a checkout under a private
+            // temporary directory, say).
+            command
+                .arg(&config)
+                .env("HOME", &node_dir)
+                .current_dir(&node_dir);
             let log = node_dir.join("patroni.log");
             let patroni = Process::spawn(&name, command, log.clone());
             cluster.nodes.push(Node {
