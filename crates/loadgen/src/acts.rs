@@ -18,7 +18,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::stats::Step;
 
-type Client = MissiveClient<Channel>;
+pub(crate) type Client = MissiveClient<Channel>;
 
 /// What one step of play measured.
 #[derive(Debug, Default)]
@@ -34,10 +34,10 @@ pub(crate) struct Played {
 
 /// A small deterministic generator, so a run's choices can be repeated.
 #[derive(Debug)]
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
@@ -46,7 +46,7 @@ impl Lcg {
     }
 }
 
-fn authed<T>(message: T, token: &str) -> Result<tonic::Request<T>> {
+pub(crate) fn authed<T>(message: T, token: &str) -> Result<tonic::Request<T>> {
     let mut request = tonic::Request::new(message);
     request
         .metadata_mut()
@@ -126,7 +126,7 @@ async fn flood(grpc: String, tasks: usize, deadline: Instant) -> Result<Flood> {
     Ok(total)
 }
 
-fn is_over(view: &pb::MatchView) -> bool {
+pub(crate) fn is_over(view: &pb::MatchView) -> bool {
     view.outcome.is_some()
         || view.r#match.as_ref().is_some_and(|m| {
             matches!(

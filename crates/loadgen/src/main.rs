@@ -6,13 +6,18 @@
 //!   p50/p99 latencies and the ratio acts/raw; with `--floor`, also gRPC health checks at the
 //!   same concurrency (the cheapest unary call the server answers) and their ratio to raw.
 //! - `watch`: idle `WatchMatch` streams in steps, with the server's resident memory per stream.
+//! - `fanout`: many spectators on one match, and how long each act takes to reach them all.
+//! - `cold`: a long match, then the server killed and restarted: time to ready, and to the
+//!   first act on that match.
 //!
 //! By default it starts the release `missive` binary next to itself on free loopback ports
 //! against a fresh PostgreSQL database, and drops the database at the end; `--target` points it
 //! at a server someone else runs instead.
 
 mod acts;
+mod cold;
 mod costs;
+mod fanout;
 mod floor;
 mod raw;
 mod server;
@@ -24,6 +29,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use missive_proto::v1 as pb;
 
 use crate::server::Server;
 
@@ -116,6 +122,43 @@ enum Mode {
         /// Streams per HTTP/2 connection.
         #[arg(long, default_value_t = 500)]
         per_connection: usize,
+    },
+    /// A long match, then restarts: time to ready and to the first act on it.
+    Cold {
+        /// Events the match's log holds before the first restart (a Lopti session of 15 hands
+        /// at 4 seats ends after 2,500 to 4,500 in random play).
+        #[arg(long, default_value_t = 3_000)]
+        events: u64,
+        /// The game: `lopti` (a session of 15 hands), `love-letter` or `amori`.
+        #[arg(long, default_value = "lopti")]
+        game: String,
+        /// Seats of the match.
+        #[arg(long, default_value_t = 4)]
+        seats: u32,
+        /// Kills and restarts, each timed.
+        #[arg(long, default_value_t = 3)]
+        restarts: usize,
+        /// Seed of the players' choices (seed 2 plays the 4-seat Lopti session to 4,457 events).
+        #[arg(long, default_value_t = 2)]
+        seed: u64,
+    },
+    /// Spectators of one match, and the delay from each act to its update reaching them.
+    Fanout {
+        /// Spectator streams on the match.
+        #[arg(long, default_value_t = 1000)]
+        watchers: usize,
+        /// Streams per HTTP/2 connection (1: each watcher a client of its own).
+        #[arg(long, default_value_t = 1)]
+        per_connection: usize,
+        /// Matches played in turn, each with its own watchers.
+        #[arg(long, default_value_t = 3)]
+        matches: usize,
+        /// Milliseconds between one act's response and the next act.
+        #[arg(long, default_value_t = 50)]
+        think_ms: u64,
+        /// Seed of the players' choices.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
 }
 
@@ -365,10 +408,127 @@ async fn run_watch(
     Ok(())
 }
 
+async fn run_cold(
+    server: &mut Server,
+    game: &str,
+    seats: u32,
+    events: u64,
+    restarts: usize,
+    seed: u64,
+) -> Result<()> {
+    let options = match game {
+        "lopti" => pb::game_options::Game::Lopti(pb::LoptiOptions {
+            hands: 15,
+            ..Default::default()
+        }),
+        "love-letter" => pb::game_options::Game::LoveLetter(pb::LoveLetterOptions::default()),
+        "amori" => pb::game_options::Game::Amori(pb::AmoriOptions::default()),
+        other => anyhow::bail!("unknown game {other}"),
+    };
+    let options = pb::GameOptions {
+        game: Some(options),
+    };
+    println!(
+        "{}; one {game} match of {seats} seats played to {events} events, then the server \
+         killed and started again {restarts} time(s)",
+        machine()
+    );
+    let mut m = cold::run(server, options, seats, events, restarts, seed).await?;
+    let warm = m.warm.ops;
+    println!(
+        "match filled in {:.1} s; its last {warm} acts before the first kill: p50 {:.1} ms, p99 {:.1} ms",
+        m.filling.as_secs_f64(),
+        m.warm.percentile_ms(50.0),
+        m.warm.percentile_ms(99.0)
+    );
+    println!();
+    println!(
+        "while the match grew, {} acts a bucket (server CPU includes the players' two GetViews before each act; WAL is the whole cluster's):",
+        cold::BUCKET
+    );
+    println!();
+    println!("| events before | act p50 | act p99 | server CPU per act | WAL per act |");
+    println!("|--:|--:|--:|--:|--:|");
+    for b in &mut m.buckets {
+        println!(
+            "| {} | {:.2} ms | {:.2} ms | {} | {:.0} B |",
+            b.from,
+            b.acts.percentile_ms(50.0),
+            b.acts.percentile_ms(99.0),
+            b.cpu_per_act
+                .map_or("—".into(), |c| format!("{:.0} µs", c.as_secs_f64() * 1e6)),
+            b.wal_per_act
+        );
+    }
+    println!();
+    println!(
+        "| events | newest snapshot | start to listening | start to ready | start to first act answered | first act | next act |"
+    );
+    println!("|--:|--:|--:|--:|--:|--:|--:|");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for r in &m.restarts {
+        println!(
+            "| {} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+            r.events,
+            r.snapshot.map_or("none".into(), |s| s.to_string()),
+            ms(r.listening),
+            ms(r.ready),
+            ms(r.first_act_at),
+            ms(r.first_act),
+            ms(r.next_act),
+        );
+    }
+    Ok(())
+}
+
+async fn run_fanout(
+    server: &Server,
+    watchers: usize,
+    per_connection: usize,
+    matches: usize,
+    think: Duration,
+    seed: u64,
+) -> Result<()> {
+    println!(
+        "{}; {matches} two-seat Love Letter match(es) in turn, {watchers} spectator streams on \
+         each ({per_connection} per HTTP/2 connection), one act at a time, {} ms between acts",
+        machine(),
+        think.as_millis()
+    );
+    let mut m = fanout::run(server, watchers, per_connection, matches, think, seed).await?;
+    let cpu_per_act = match m.server_cpu {
+        Some(cpu) if m.acts.ops > 0 => {
+            format!("{:.0} µs", cpu.as_secs_f64() * 1e6 / m.acts.ops as f64)
+        }
+        _ => "—".into(),
+    };
+    println!();
+    println!(
+        "| watchers | acts | updates received | missed | act p50 | act p99 | act to watcher p50 | p99 | max | first to last watcher p50 | p99 | server CPU per act |"
+    );
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    let (acts, received) = (m.acts.ops, m.delays.ops);
+    println!(
+        "| {watchers} | {acts} | {received} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {cpu_per_act} |",
+        m.missed,
+        m.acts.percentile_ms(50.0),
+        m.acts.percentile_ms(99.0),
+        m.delays.percentile_ms(50.0),
+        m.delays.percentile_ms(99.0),
+        m.delays.percentile_ms(100.0),
+        m.spreads.percentile_ms(50.0),
+        m.spreads.percentile_ms(99.0),
+    );
+    if m.missed > 0 {
+        anyhow::bail!("{} updates never reached their watchers", m.missed);
+    }
+    Ok(())
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    let server = start(&cli).await.context("starting the server")?;
+    let mut server = start(&cli).await.context("starting the server")?;
     let result = match &cli.mode {
         Mode::Acts {
             clients,
@@ -394,6 +554,30 @@ async fn main() -> Result<()> {
             per_match,
             per_connection,
         } => run_watch(&server, streams, *per_match, *per_connection).await,
+        Mode::Cold {
+            events,
+            game,
+            seats,
+            restarts,
+            seed,
+        } => run_cold(&mut server, game, *seats, *events, *restarts, *seed).await,
+        Mode::Fanout {
+            watchers,
+            per_connection,
+            matches,
+            think_ms,
+            seed,
+        } => {
+            run_fanout(
+                &server,
+                *watchers,
+                *per_connection,
+                *matches,
+                Duration::from_millis(*think_ms),
+                *seed,
+            )
+            .await
+        }
     };
     server.finish().await;
     result

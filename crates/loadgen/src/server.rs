@@ -52,6 +52,15 @@ pub(crate) struct Server {
     /// The admin URL and the database this run created (and so drops).
     created: Option<(String, String)>,
     data_dir: Option<PathBuf>,
+    /// How the server was started, to start it again.
+    launch: Option<Launch>,
+}
+
+#[derive(Debug, Clone)]
+struct Launch {
+    bin: PathBuf,
+    db_connections: u32,
+    limits: Limits,
 }
 
 /// `postgres://host/db` with the database replaced by `name`.
@@ -72,6 +81,7 @@ impl Server {
             child: None,
             created: None,
             data_dir: None,
+            launch: None,
         }
     }
 
@@ -103,28 +113,64 @@ impl Server {
         let data_dir = std::env::temp_dir().join(format!("missive-load-{suffix}"));
         let mut server = Server {
             grpc: String::new(),
-            database_url: Some(database_url.clone()),
+            database_url: Some(database_url),
             pid: None,
             child: None,
             created: Some((admin_url.to_owned(), name)),
-            data_dir: Some(data_dir.clone()),
+            data_dir: Some(data_dir),
+            launch: Some(Launch {
+                bin: bin.to_owned(),
+                db_connections,
+                limits,
+            }),
         };
-        let mut child = Command::new(bin)
+        if let Err(e) = server.launch().await {
+            server.finish().await;
+            return Err(e);
+        }
+        Ok(server)
+    }
+
+    /// Kills the server started here, as a crash would, and starts it again on the same
+    /// database; returns when the new process was started, once it prints its gRPC address.
+    pub(crate) async fn restart(&mut self) -> Result<std::time::Instant> {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.launch().await
+    }
+
+    /// Starts the server process; returns when it was started, once it prints its gRPC
+    /// address.
+    async fn launch(&mut self) -> Result<std::time::Instant> {
+        let launch = self
+            .launch
+            .clone()
+            .context("this server was not started here")?;
+        let (Some(database_url), Some(data_dir)) = (&self.database_url, &self.data_dir) else {
+            bail!("this server was not started here");
+        };
+        let started = std::time::Instant::now();
+        let mut child = Command::new(&launch.bin)
             .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
             .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
-            .env("MISSIVE_DATA_DIR", &data_dir)
-            .env("MISSIVE_DB_MAX_CONNECTIONS", db_connections.to_string())
-            .env("DATABASE_URL", &database_url)
+            .env("MISSIVE_DATA_DIR", data_dir)
+            .env(
+                "MISSIVE_DB_MAX_CONNECTIONS",
+                launch.db_connections.to_string(),
+            )
+            .env("DATABASE_URL", database_url)
             // One log line per action would measure the terminal, not the server.
             .env("RUST_LOG", "warn")
-            .envs(limits.env())
+            .envs(launch.limits.env())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        server.pid = Some(child.id());
+            .with_context(|| format!("starting {}", launch.bin.display()))?;
+        self.pid = Some(child.id());
         let stdout = child.stdout.take().context("the server's stdout")?;
-        server.child = Some(child);
+        self.child = Some(child);
         let grpc = tokio::task::spawn_blocking(move || {
             let mut lines = BufReader::new(stdout).lines();
             let mut grpc = None;
@@ -140,14 +186,8 @@ impl Server {
             grpc
         })
         .await?;
-        match grpc {
-            Some(grpc) => server.grpc = grpc,
-            None => {
-                server.finish().await;
-                bail!("the server exited before printing its gRPC address");
-            }
-        }
-        Ok(server)
+        self.grpc = grpc.context("the server exited before printing its gRPC address")?;
+        Ok(started)
     }
 
     /// The server's resident set size, from `/proc/<pid>/status`.
