@@ -33,8 +33,8 @@
 //!   [`StoreOptions::acquire_timeout`] for a new connection); the pool reconnects by itself
 //!   once the database is back.
 //! - On PostgreSQL, once an append has committed, `'<match_id>:<version>'` is sent on
-//!   [`NOTIFY_CHANNEL`] (best effort, after the commit; see [`Listener`]), so
-//!   every process listening learns of it.
+//!   [`NOTIFY_CHANNEL`] (best effort, after the commit, and only while another store's
+//!   [`Listener`] is connected), so every other process listening learns of it.
 //!
 //! # Canonical bytes of an event (what the hash covers)
 //! [`canonical_bytes`] is a JSON object with no whitespace and keys in byte order:
@@ -167,6 +167,25 @@ pub struct SeatRecord {
     pub invited: bool,
 }
 
+impl SeatRecord {
+    /// Every seat of a match of `seat_count` seats, in order: those of `given` as they are, the
+    /// others empty.
+    pub fn all(seat_count: u8, given: &[SeatRecord]) -> Vec<SeatRecord> {
+        (0..seat_count)
+            .map(|seat| {
+                given
+                    .iter()
+                    .find(|s| s.seat == seat)
+                    .cloned()
+                    .unwrap_or(SeatRecord {
+                        seat,
+                        ..SeatRecord::default()
+                    })
+            })
+            .collect()
+    }
+}
+
 /// Everything needed to create a match.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMatch {
@@ -227,6 +246,36 @@ pub struct MatchRecord {
     pub updated_at: DateTime<Utc>,
     /// The seq of the last event (0 for a match with no events).
     pub version: u64,
+}
+
+impl MatchRecord {
+    /// The row [`Store::create_match`] writes for `m` with its first `events`, as
+    /// [`Store::get_match`] would read it back.
+    pub(crate) fn created(m: &NewMatch, events: &[StoredEvent]) -> MatchRecord {
+        let created_at = truncate_to_micros(m.created_at);
+        let seats = SeatRecord::all(m.seat_count, &m.start.seats);
+        MatchRecord {
+            id: m.id,
+            kind: m.kind.clone(),
+            config: m.config.clone(),
+            rules_version: m.rules_version,
+            seat_count: m.seat_count,
+            seats,
+            status: m.start.status.unwrap_or(MatchStatus::Open),
+            seed_hash: m.seed_hash,
+            turn_timeout_secs: m.turn_timeout_secs,
+            turn_reminder_secs: m.turn_reminder_secs,
+            created_at,
+            updated_at: Self::last_change(m, events),
+            version: events.last().map_or(0, |e| e.seq),
+        }
+    }
+
+    /// A new match's time of last change: its creation, or its latest first event if later.
+    pub(crate) fn last_change(m: &NewMatch, events: &[StoredEvent]) -> DateTime<Utc> {
+        let created_at = truncate_to_micros(m.created_at);
+        events.iter().map(|e| e.at).fold(created_at, DateTime::max)
+    }
 }
 
 /// An event to append.
@@ -521,8 +570,9 @@ pub struct StoreOptions {
     /// PostgreSQL: how long a query waits for a connection (including connecting) before the
     /// store answers [`StoreError::Unavailable`].
     pub acquire_timeout: Duration,
-    /// PostgreSQL only: announce every append on [`NOTIFY_CHANNEL`] and let [`Store::listener`]
-    /// hear other processes' appends. Off, [`Store::listener`] is `None`.
+    /// PostgreSQL only: announce appends on [`NOTIFY_CHANNEL`] while another store listens,
+    /// and let [`Store::listener`] hear other processes' appends. Off, [`Store::listener`] is
+    /// `None`.
     pub notify: bool,
     /// Start on a database that already holds migrations this build does not know (a newer
     /// release applied them during a rolling deploy, or before a rollback): migrations only
@@ -627,9 +677,10 @@ impl Store {
         with_backend!(self, b => b.group_commit())
     }
 
-    /// A listener for the appends every process (this one included) makes to this database,
-    /// on PostgreSQL with [`StoreOptions::notify`] on; `None` otherwise (SQLite has one writer
-    /// process, so nothing to hear). It connects on its first [`Listener::next`].
+    /// A listener for the appends other processes make to this database (and this store's
+    /// own, which are announced while another store listens), on PostgreSQL with
+    /// [`StoreOptions::notify`] on; `None` otherwise (SQLite has one writer process, so
+    /// nothing to hear). It connects on its first [`Listener::next`].
     pub fn listener(&self) -> Option<Listener> {
         with_backend!(self, b => b.listener(&self.options))
     }
@@ -654,8 +705,7 @@ impl Store {
         check_events(&first)?;
         let events = chain(m.id, 0, &GENESIS_HASH, first);
         timed!(self, "create_match", b => b.create_match(&m, &events).await)?;
-        let record = self.get_match(m.id).await?;
-        Ok((record, events))
+        Ok((MatchRecord::created(&m, &events), events))
     }
 
     /// How many of the matches `creator` created are unfinished (open or active), counting

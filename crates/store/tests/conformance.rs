@@ -8,8 +8,9 @@ use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
 use missive_store::{
     Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate,
-    NewEvent, NewMatch, Notification, NotificationKind, PendingTurn, REMOVED, Reminder, SeatRecord,
-    Snapshot, Store, StoreError, StoreOptions, canonical_bytes, event_hash, truncate_to_micros,
+    NOTIFY_CHANNEL, NewEvent, NewMatch, Notice, Notification, NotificationKind, PendingTurn,
+    REMOVED, Reminder, SeatRecord, Snapshot, Store, StoreError, StoreOptions, canonical_bytes,
+    event_hash, truncate_to_micros,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -474,6 +475,46 @@ mod checks {
             matches!(again, Err(StoreError::AlreadyExists(id)) if id == m.id),
             "{again:?}"
         );
+        Ok(())
+    }
+
+    /// The record a creation answers with is the one a read gives, for a match that starts
+    /// with seats filled, a status of its own and events later than its creation.
+    pub(super) async fn a_creation_answers_the_record_a_read_gives(h: &Harness) -> Result<()> {
+        let mut m = new_match(3);
+        m.start = MatchUpdate {
+            status: Some(MatchStatus::Active),
+            seats: vec![
+                SeatRecord {
+                    seat: 0,
+                    player: Some("bot-0".into()),
+                    bot: Some("random".into()),
+                    ..SeatRecord::default()
+                },
+                SeatRecord {
+                    seat: 2,
+                    player: Some("ann".into()),
+                    token_hash: Some([3; 32]),
+                    account: Some("player:ann".into()),
+                    invited: true,
+                    ..SeatRecord::default()
+                },
+            ],
+            ..MatchUpdate::default()
+        };
+        let later = NewEvent {
+            at: at(5),
+            ..action(0, "dealt", 5)
+        };
+        let (record, events) = h
+            .store
+            .create_match(m.clone(), vec![created(), later])
+            .await?;
+        assert_eq!(events.len(), 2);
+        assert_eq!(record.version, 2);
+        assert_eq!(record.status, MatchStatus::Active);
+        assert_eq!(record.updated_at, truncate_to_micros(at(5)));
+        assert_eq!(h.store.get_match(m.id).await?, record);
         Ok(())
     }
 
@@ -2232,6 +2273,7 @@ macro_rules! conformance {
 
 conformance!(
     a_new_match_starts_open_with_empty_seats_and_its_first_events,
+    a_creation_answers_the_record_a_read_gives,
     appended_events_read_back_exactly_as_returned,
     appending_at_a_stale_version_is_a_typed_conflict,
     concurrent_retries_of_one_request_store_it_once,
@@ -2309,6 +2351,53 @@ async fn a_write_refused_as_read_only_is_unavailable_not_internal() -> Result<()
             }
         }
         anyhow::bail!("no append reached a read-only session")
+    }
+    .await;
+    h.finish().await?;
+    result
+}
+
+/// Announcements (PostgreSQL): a store alone on its database, its own listener connected,
+/// sends none; once another store's listener is connected, the first store's appends reach it,
+/// one made while the sender still believed itself alone included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appends_are_announced_only_while_another_store_listens() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        // Not a store's listener: it hears what is sent, but nobody sends for its sake.
+        let mut bystander = sqlx::postgres::PgListener::connect(&h.url).await?;
+        bystander.listen(NOTIFY_CHANNEL).await?;
+        let mut own = h.store.listener().context("announcements are on")?;
+        assert_eq!(own.next().await?, Notice::Resync);
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let alone = vec![action(0, "alone", 2)];
+        h.store
+            .append(m.id, 1, alone, MatchUpdate::default())
+            .await?;
+        let heard = tokio::time::timeout(Duration::from_millis(1500), bystander.recv()).await;
+        ensure!(heard.is_err(), "a store alone announced {heard:?}");
+
+        // The sender checked for listeners moments ago; the append right after another
+        // store's listener connects is held back, then sent when the sender looks again.
+        let other = Store::connect(&h.url, options()).await?;
+        let mut theirs = other.listener().context("announcements are on")?;
+        assert_eq!(theirs.next().await?, Notice::Resync);
+        let heard = vec![action(1, "heard", 3)];
+        h.store
+            .append(m.id, 2, heard, MatchUpdate::default())
+            .await?;
+        let notice = tokio::time::timeout(Duration::from_secs(5), theirs.next()).await??;
+        assert_eq!(
+            notice,
+            Notice::Appended {
+                match_id: m.id,
+                version: 3
+            }
+        );
+        let sent = tokio::time::timeout(Duration::from_secs(1), bystander.recv()).await??;
+        assert_eq!(sent.payload(), format!("{}:3", m.id));
+        Ok(())
     }
     .await;
     h.finish().await?;

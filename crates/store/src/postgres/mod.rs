@@ -57,6 +57,8 @@ pub(crate) struct Pg {
     heads: Arc<HeadCache>,
     notifier: Option<Notifier>,
     batcher: Batcher,
+    /// What this store's listeners call their connections (see `notify.rs`).
+    listener_name: String,
 }
 
 /// `(version, last_hash)` per match, as last written or read by this process.
@@ -100,12 +102,16 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
     let mut migrator = sqlx::migrate!("../../migrations/postgres");
     migrator.set_ignore_missing(options.accept_newer_schema);
     migrator.run(&pool).await.map_err(|e| db(e.into()))?;
-    let notifier = options.notify.then(|| Notifier::spawn(pool.clone()));
+    let listener_name = notify::listener_name();
+    let notifier = options
+        .notify
+        .then(|| Notifier::spawn(pool.clone(), listener_name.clone()));
     Ok(Pg {
         batcher: Batcher::spawn(pool.clone()),
         pool,
         heads: Arc::default(),
         notifier,
+        listener_name,
     })
 }
 
@@ -311,8 +317,12 @@ impl Backend for Pg {
     }
 
     fn listener(&self, options: &StoreOptions) -> Option<Listener> {
-        options
-            .notify
-            .then(|| Listener::new(&self.pool.connect_options(), options.acquire_timeout))
+        options.notify.then(|| {
+            Listener::new(
+                &self.pool.connect_options(),
+                options.acquire_timeout,
+                &self.listener_name,
+            )
+        })
     }
 }

@@ -11,6 +11,15 @@
 //! notification (`'<match_id>:<version>,<match_id>:<version>,…'`), it costs acks nothing and
 //! writers little: one statement per batch however many appends it announces.
 //!
+//! Nothing is sent while no other store listens. Each [`Listener`] names its connection after
+//! its store ([`LISTENER_PREFIX`] and the store's own id), and before a batch the sender checks,
+//! at most every [`AUDIENCE_CHECK`], whether `pg_stat_activity` shows another store's listener
+//! on the database: a lone server (the commonest deployment) then spends no statement on
+//! announcements nobody hears. A listener that connects is told [`Notice::Resync`] and re-checks
+//! from the store what was appended before; what the sender left unsent after a check that
+//! found nobody is kept, and sent as soon as a check finds someone, so the appends between a
+//! listener connecting and the sender's next check are not lost to it.
+//!
 //! Notifications are best effort: the queue drops them when full, and a listener misses those
 //! sent while its connection is down. [`Notice::Resync`] tells the receiver that it may have
 //! missed some; receivers must also re-check on a timer of their own.
@@ -21,6 +30,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::{MatchId, StoreError};
 
@@ -39,15 +49,28 @@ const LINGER: Duration = Duration::from_millis(10);
 /// 8,000-byte payload limit.
 const PER_NOTIFICATION: usize = 128;
 
+/// The application name of every listener's connection starts with this; the rest is its
+/// store's id.
+pub(crate) const LISTENER_PREFIX: &str = "missive listener ";
+/// How long the answer to "does another store listen?" is trusted.
+const AUDIENCE_CHECK: Duration = Duration::from_secs(1);
+
+/// The application name of the listeners of one store: [`LISTENER_PREFIX`] and a new id, 49
+/// bytes (PostgreSQL keeps 63).
+pub(crate) fn listener_name() -> String {
+    format!("{LISTENER_PREFIX}{}", uuid::Uuid::new_v4().simple())
+}
+
 /// The sending side: a queue drained by one background task.
 #[derive(Debug, Clone)]
 pub(crate) struct Notifier(mpsc::Sender<(MatchId, u64)>);
 
 impl Notifier {
-    /// Starts the sending task; it ends once every clone of the notifier is dropped.
-    pub(crate) fn spawn(pool: PgPool) -> Notifier {
+    /// Starts the sending task, for the store whose listeners are named `own` (they do not
+    /// count as an audience); it ends once every clone of the notifier is dropped.
+    pub(crate) fn spawn(pool: PgPool, own: String) -> Notifier {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(send_all(pool, rx));
+        tokio::spawn(send_all(pool, Audience::new(own), rx));
         Notifier(tx)
     }
 
@@ -59,9 +82,25 @@ impl Notifier {
     }
 }
 
-async fn send_all(pool: PgPool, mut rx: mpsc::Receiver<(MatchId, u64)>) {
+async fn send_all(pool: PgPool, mut audience: Audience, mut rx: mpsc::Receiver<(MatchId, u64)>) {
     let mut batch = Vec::with_capacity(BATCH);
-    while rx.recv_many(&mut batch, BATCH).await > 0 {
+    loop {
+        let received = match audience.recheck_at() {
+            // Appends are kept unsent: ask again in time even if no other append comes.
+            Some(at) => tokio::select! {
+                received = rx.recv_many(&mut batch, BATCH) => received,
+                () = tokio::time::sleep_until(at) => {
+                    if audience.heard(&pool).await {
+                        send(&pool, &audience.take_kept()).await;
+                    }
+                    continue;
+                }
+            },
+            None => rx.recv_many(&mut batch, BATCH).await,
+        };
+        if received == 0 {
+            return;
+        }
         tokio::time::sleep(LINGER).await;
         while batch.len() < BATCH {
             match rx.try_recv() {
@@ -69,26 +108,108 @@ async fn send_all(pool: PgPool, mut rx: mpsc::Receiver<(MatchId, u64)>) {
                 Err(_) => break,
             }
         }
-        let payloads = payloads(&batch);
-        let sent = sqlx::query("SELECT pg_notify($1, p) FROM UNNEST($2::text[]) AS p")
-            .bind(NOTIFY_CHANNEL)
-            .bind(&payloads)
-            .execute(&pool)
-            .await;
-        if let Err(e) = sent {
-            tracing::warn!(error = %e, dropped = batch.len(), "append notifications not sent");
+        if audience.heard(&pool).await {
+            batch.extend(audience.take_kept());
+            send(&pool, &batch).await;
+        } else {
+            audience.keep(&batch);
         }
         batch.clear();
     }
 }
 
-/// The newest version of each match in `batch`, packed [`PER_NOTIFICATION`] to a payload.
-fn payloads(batch: &[(MatchId, u64)]) -> Vec<String> {
-    let mut newest: HashMap<MatchId, u64> = HashMap::with_capacity(batch.len());
+async fn send(pool: &PgPool, batch: &[(MatchId, u64)]) {
+    if batch.is_empty() {
+        return;
+    }
+    let sent = sqlx::query("SELECT pg_notify($1, p) FROM UNNEST($2::text[]) AS p")
+        .bind(NOTIFY_CHANNEL)
+        .bind(payloads(batch))
+        .execute(pool)
+        .await;
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, dropped = batch.len(), "append notifications not sent");
+    }
+}
+
+/// Whether another store's listener is connected to the database, as last checked, and the
+/// appends left unsent since the last check that found nobody.
+#[derive(Debug)]
+struct Audience {
+    /// This store's listeners' name.
+    own: String,
+    /// When the last check was made, and what it found.
+    checked: Option<(Instant, bool)>,
+    kept: HashMap<MatchId, u64>,
+}
+
+impl Audience {
+    fn new(own: String) -> Audience {
+        Audience {
+            own,
+            checked: None,
+            kept: HashMap::new(),
+        }
+    }
+
+    /// Whether anyone else listens: the last answer while it is recent, or a new check. A
+    /// check that finds nobody forgets what was kept: a listener that connects after it
+    /// re-checks those appends from the store. A failed check counts as someone.
+    async fn heard(&mut self, pool: &PgPool) -> bool {
+        if let Some((at, heard)) = self.checked
+            && at.elapsed() < AUDIENCE_CHECK
+        {
+            return heard;
+        }
+        let checked = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                WHERE datname = current_database()
+                    AND starts_with(application_name, $1) AND application_name <> $2)",
+        )
+        .bind(LISTENER_PREFIX)
+        .bind(&self.own)
+        .fetch_one(pool)
+        .await;
+        let heard = checked.unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "could not check for listeners; announcing");
+            true
+        });
+        if !heard {
+            self.kept.clear();
+        }
+        self.checked = Some((Instant::now(), heard));
+        heard
+    }
+
+    fn keep(&mut self, batch: &[(MatchId, u64)]) {
+        keep_newest(&mut self.kept, batch);
+    }
+
+    fn take_kept(&mut self) -> Vec<(MatchId, u64)> {
+        self.kept.drain().collect()
+    }
+
+    /// When to check again for the sake of kept appends, if any are kept.
+    fn recheck_at(&self) -> Option<Instant> {
+        match self.checked {
+            Some((at, _)) if !self.kept.is_empty() => Some(at + AUDIENCE_CHECK),
+            _ => None,
+        }
+    }
+}
+
+/// Adds `batch` to `newest`, keeping the highest version of each match.
+fn keep_newest(newest: &mut HashMap<MatchId, u64>, batch: &[(MatchId, u64)]) {
     for &(id, version) in batch {
         let v = newest.entry(id).or_insert(version);
         *v = (*v).max(version);
     }
+}
+
+/// The newest version of each match in `batch`, packed [`PER_NOTIFICATION`] to a payload.
+fn payloads(batch: &[(MatchId, u64)]) -> Vec<String> {
+    let mut newest = HashMap::with_capacity(batch.len());
+    keep_newest(&mut newest, batch);
     let announced: Vec<String> = newest
         .into_iter()
         .map(|(id, version)| format!("{id}:{version}"))
@@ -144,7 +265,13 @@ impl std::fmt::Debug for Listener {
 }
 
 impl Listener {
-    pub(crate) fn new(options: &PgConnectOptions, acquire_timeout: Duration) -> Listener {
+    /// A listener whose connections are named `name` ([`listener_name`]), so that other
+    /// stores' senders see it.
+    pub(crate) fn new(
+        options: &PgConnectOptions,
+        acquire_timeout: Duration,
+        name: &str,
+    ) -> Listener {
         // Two connections: a lost one may still be closing while its replacement connects.
         let pool = PgPoolOptions::new()
             .max_connections(2)
@@ -152,7 +279,7 @@ impl Listener {
             .acquire_timeout(acquire_timeout)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_lazy_with(options.clone());
+            .connect_lazy_with(options.clone().application_name(name));
         Listener {
             pool,
             inner: None,

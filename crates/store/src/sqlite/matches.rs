@@ -21,10 +21,11 @@ pub(super) async fn create(
         "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
              seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
              updated_at, creator)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?15, ?14)",
     )
     .params(MatchValues::new(m, events)?)
     .bind(m.creator.as_deref())
+    .bind(crate::MatchRecord::last_change(m, events))
     .execute(&mut *tx)
     .await;
     match inserted {
