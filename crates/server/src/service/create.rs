@@ -213,18 +213,7 @@ impl Service {
             (version, true),
         )?;
         table.apply(1, &first)?;
-        let all_seats: Vec<SeatRecord> = (0..seats)
-            .map(|seat| {
-                taken
-                    .iter()
-                    .find(|s| s.seat == seat)
-                    .cloned()
-                    .unwrap_or(SeatRecord {
-                        seat,
-                        ..SeatRecord::default()
-                    })
-            })
-            .collect();
+        let all_seats = SeatRecord::all(seats, &taken);
         let turns = pending_turns(
             &all_seats,
             Timing {
@@ -284,7 +273,10 @@ impl Service {
         let mut guard = slot.lock().await;
         if guard.is_none() && record.version == events.last().map_or(0, |e| e.seq) {
             // A new match awaits no human seat yet: open, or all bots.
-            *guard = Some(Live::new(record, table, true, HashMap::new()));
+            let mut live = Live::new(record, table, true, HashMap::new());
+            // Kept for the reveal at the end, which then needs no read of it.
+            live.seed = Some(seed);
+            *guard = Some(live);
         }
         Ok(pb::CreateMatchResponse {
             r#match: Some(info),

@@ -288,11 +288,12 @@ impl Command for Join<'_> {
             s.account = self.account.map(str::to_owned);
         }
         tracing::info!(match_id = %self.id, seat, "seat taken");
-        let info = service.info(&live.record, live.game()).await?;
+        let view = service.live_view(live, Viewer::Seat(seat)).await?;
         Ok(pb::JoinMatchResponse {
             seat: seat.into(),
             seat_token: token,
-            r#match: Some(info),
+            r#match: view.r#match.clone(),
+            view: Some(view),
         })
     }
 
@@ -355,10 +356,12 @@ impl Service {
                 format!("this request took seat {seat}, which its player has left since"),
             ));
         }
+        let view = self.live_view(live, Viewer::Seat(seat)).await?;
         Ok(pb::JoinMatchResponse {
             seat: seat.into(),
             seat_token: token,
-            r#match: Some(self.info(&live.record, live.game()).await?),
+            r#match: view.r#match.clone(),
+            view: Some(view),
         })
     }
 }

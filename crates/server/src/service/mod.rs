@@ -101,7 +101,7 @@ pub struct Update {
     pub state: Box<dyn MatchState>,
     pub record: MatchRecord,
     pub deadlines: Deadlines,
-    /// The seed when the match is over and this server had read it.
+    /// The seed if this server knows it; revealed only once the match is over.
     pub seed: Option<[u8; 32]>,
 }
 
@@ -296,6 +296,24 @@ impl Service {
             cache.retain(|_, slot| Arc::strong_count(slot) > 1);
         }
         cache.entry(id).or_default().clone()
+    }
+
+    /// The match's secret seed: the cached match's when this server knows it (a seed never
+    /// changes), else the store's.
+    pub(super) async fn seed(&self, id: MatchId) -> ApiResult<[u8; 32]> {
+        let slot = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache.get(&id).cloned()
+        };
+        let cached = slot.and_then(|slot| {
+            // A slot busy with a write is not waited for: the store answers as well.
+            let live = slot.try_lock().ok()?;
+            live.as_ref()?.seed
+        });
+        match cached {
+            Some(seed) => Ok(seed),
+            None => Ok(self.store.seed(id).await?),
+        }
     }
 
     /// The match, locked and brought up to the store's current version.

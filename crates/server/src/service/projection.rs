@@ -16,7 +16,8 @@ pub(super) struct Live {
     pub(super) whole_log: bool,
     /// The awaited human seats' deadlines (see [`next_deadlines`]).
     pub(super) deadlines: Deadlines,
-    /// The seed, once read to be revealed (the match is over).
+    /// The seed, when this server created the match or replayed its whole log, or once read
+    /// to be revealed; shown only when the match is over.
     pub(super) seed: Option<[u8; 32]>,
     /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
     pub(super) vacated: Vec<u8>,
@@ -293,10 +294,10 @@ impl Service {
         let version = record.rules_version;
         let loaded = self.store.load(id, version).await?;
         let (config, seats) = (loaded.record.config.clone(), loaded.record.seat_count);
-        let (table, whole_log) = match loaded.snapshot {
+        let (table, seed) = match loaded.snapshot {
             Some(snapshot) if snapshot.rules_version == version => (
                 Table::restored(game, config, seats, version, snapshot.state)?,
-                false,
+                None,
             ),
             _ => {
                 let seed = self.store.seed(id).await?;
@@ -306,13 +307,15 @@ impl Service {
                     .is_some_and(|created| deal::deals_at_start(&created.payload));
                 (
                     Table::new(game, config, seats, seed, (version, deal_at_start))?,
-                    true,
+                    Some(seed),
                 )
             }
         };
+        let whole_log = seed.is_some();
         // The request ids of the events before the snapshot, then those after it.
         let requests = loaded.requests.into_iter().collect();
         let mut live = Live::new(loaded.record.clone(), table, whole_log, requests);
+        live.seed = seed;
         for event in &loaded.events {
             live.apply(event, &Event::of(event)?, None)?;
         }

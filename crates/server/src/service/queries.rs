@@ -101,7 +101,7 @@ impl Service {
         after: u64,
         mut f: impl FnMut(Replayed<'_>) -> ApiResult<()>,
     ) -> ApiResult<()> {
-        let seed = self.store.seed(record.id).await?;
+        let seed = self.seed(record.id).await?;
         let events = self.store.read_events(record.id, 0, u32::MAX).await?;
         let mut past = record.clone();
         past.status = MatchStatus::Open;

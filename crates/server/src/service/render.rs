@@ -24,7 +24,7 @@ impl Service {
         let seed = match (over, seed) {
             (false, _) => None,
             (true, Some(seed)) => Some(hex::encode(seed)),
-            (true, None) => Some(hex::encode(self.store.seed(record.id).await?)),
+            (true, None) => Some(hex::encode(self.seed(record.id).await?)),
         };
         Ok(pb::MatchInfo {
             match_id: record.id.to_string(),

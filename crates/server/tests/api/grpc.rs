@@ -10,8 +10,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, audit_log, authed, get_match, love_letter_options, replay, spawn_app,
-    spectator_view,
+    Backend, Lcg, audit_log, authed, get_match, love_letter_options, maybe_authed,
+    open_love_letter, replay, seat_view, spawn_app, spectator_view,
 };
 
 /// A played match and every view each seat received, by version.
@@ -367,12 +367,7 @@ async fn a_retried_act_is_applied_once_and_returns_the_same_result() {
 async fn a_watcher_receives_every_update_of_a_match_in_order() {
     let app = spawn_app(Backend::Postgres).await;
     let mut client = app.grpc().await;
-    let created = client
-        .create_match(love_letter_options(2))
-        .await
-        .expect("create")
-        .into_inner();
-    let match_id = created.r#match.expect("info").match_id;
+    let match_id = open_love_letter(&mut client, 2).await;
     let mut stream = client
         .watch_match(pb::WatchMatchRequest {
             match_id: match_id.clone(),
@@ -409,50 +404,7 @@ async fn a_watcher_receives_every_update_of_a_match_in_order() {
                 .seat_token,
         );
     }
-    let mut rng = Lcg(9);
-    let final_version = loop {
-        let spectator = player
-            .get_view(pb::GetViewRequest {
-                match_id: match_id.clone(),
-                seat: None,
-            })
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view");
-        if spectator.outcome.is_some() {
-            break spectator.version;
-        }
-        let seat = spectator.awaiting[0] as usize;
-        let view = player
-            .get_view(authed(
-                pb::GetViewRequest {
-                    match_id: match_id.clone(),
-                    seat: None,
-                },
-                &tokens[seat],
-            ))
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view");
-        let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
-        player
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.clone(),
-                    action: Some(action),
-                    request_id: uuid::Uuid::new_v4().to_string(),
-                    expected_version: None,
-                    seat: None,
-                },
-                &tokens[seat],
-            ))
-            .await
-            .expect("act");
-    };
+    let final_version = play_out(&mut player, &match_id, &tokens, 9).await;
     let (versions, last) = tokio::time::timeout(std::time::Duration::from_secs(30), watcher)
         .await
         .expect("the stream ends with the match")
@@ -463,6 +415,166 @@ async fn a_watcher_receives_every_update_of_a_match_in_order() {
         last.and_then(|v| v.outcome).is_some(),
         "the last update shows the outcome"
     );
+}
+
+/// A join answers with the seat's view as the join left the match, the one GetView then
+/// shows; the second join starts the match, so its answer holds a dealt hand. A retried join
+/// answers with the view as the match is now.
+#[tokio::test]
+async fn a_join_answers_with_its_seats_view() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let match_id = open_love_letter(&mut client, 2).await;
+    let join = |player: &str| pb::JoinMatchRequest {
+        match_id: match_id.clone(),
+        player: player.to_owned(),
+        request_id: format!("join-of-{player}-0123456789"),
+        ..Default::default()
+    };
+    let mut answers = Vec::new();
+    for player in ["ann", "bob"] {
+        let joined = client
+            .join_match(join(player))
+            .await
+            .expect("join")
+            .into_inner();
+        let view = joined.view.clone().expect("a join answers with a view");
+        assert_eq!(
+            view.seat,
+            Some(joined.seat),
+            "{player}: the joined seat's view"
+        );
+        assert_eq!(
+            view.r#match, joined.r#match,
+            "{player}: of the match answered"
+        );
+        assert_eq!(
+            view,
+            seat_view(&mut client, &match_id, &joined.seat_token).await,
+            "{player}: as GetView shows it right after"
+        );
+        answers.push(joined);
+    }
+    let started = answers[1].view.as_ref().expect("view");
+    assert!(started.game.is_some(), "the second join deals");
+    assert!(!started.awaiting.is_empty(), "and the match awaits a seat");
+    let retried = client
+        .join_match(join("ann"))
+        .await
+        .expect("retried join")
+        .into_inner();
+    assert_eq!(retried.seat_token, answers[0].seat_token, "the same seat");
+    assert_eq!(
+        retried.view,
+        Some(seat_view(&mut client, &match_id, &answers[0].seat_token).await),
+        "a retry answers with the view as it is now"
+    );
+    assert_ne!(retried.view, answers[0].view, "not as it was");
+}
+
+/// Plays the match to its end, the awaited seat choosing at random among its legal actions;
+/// returns the final version.
+async fn play_out(
+    player: &mut MissiveClient<Channel>,
+    match_id: &str,
+    tokens: &[String],
+    seed: u64,
+) -> u64 {
+    let mut rng = Lcg(seed);
+    loop {
+        let spectator = spectator_view(player, match_id).await;
+        if spectator.outcome.is_some() {
+            return spectator.version;
+        }
+        let seat = spectator.awaiting[0] as usize;
+        let view = seat_view(player, match_id, &tokens[seat]).await;
+        let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
+        player
+            .act(authed(
+                pb::ActRequest {
+                    match_id: match_id.to_owned(),
+                    action: Some(action),
+                    request_id: uuid::Uuid::new_v4().to_string(),
+                    expected_version: Some(view.version),
+                    seat: None,
+                },
+                &tokens[seat],
+            ))
+            .await
+            .expect("act");
+    }
+}
+
+/// Many streams watch one match: two spectators and two streams of each seat, open before the
+/// first act. Every stream gets every update, each exactly as the rules let its own viewer see
+/// it, and streams of the same viewer get the same.
+#[tokio::test]
+async fn streams_of_one_match_each_get_their_own_viewers_updates() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut player = app.grpc().await;
+    let (match_id, tokens) = create_and_join(&mut player, 2).await;
+    let joined = get_match(&mut player, &match_id).await.version;
+    let viewers = [None, None, Some(0u32), Some(0), Some(1), Some(1)];
+    let mut watchers = Vec::new();
+    for viewer in viewers {
+        let mut watching = app.grpc().await;
+        let request = pb::WatchMatchRequest {
+            match_id: match_id.clone(),
+            after_version: joined,
+            seat: None,
+        };
+        let request = maybe_authed(request, viewer.map(|seat| tokens[seat as usize].as_str()));
+        let mut stream = watching
+            .watch_match(request)
+            .await
+            .expect("watch")
+            .into_inner();
+        watchers.push(tokio::spawn(async move {
+            let _connection = watching;
+            let mut got = Vec::new();
+            while let Some(update) = stream.message().await.expect("stream") {
+                got.push(update);
+            }
+            got
+        }));
+    }
+    let last = play_out(&mut player, &match_id, &tokens, 21).await;
+    let log = audit_log(&mut player, &match_id).await;
+    let steps = replay(&log);
+    let at: HashMap<u64, &Box<dyn MatchState>> =
+        steps.iter().map(|(seq, s, _)| (*seq, s)).collect();
+    let mut received = Vec::new();
+    for (viewer, watcher) in viewers.into_iter().zip(watchers) {
+        let got = tokio::time::timeout(std::time::Duration::from_secs(30), watcher)
+            .await
+            .expect("each stream ends with the match")
+            .expect("watcher task");
+        let versions: Vec<u64> = got.iter().map(|u| u.version).collect();
+        assert_eq!(
+            versions,
+            (joined + 1..=last).collect::<Vec<_>>(),
+            "{viewer:?}: every update, in order"
+        );
+        let who = viewer.map_or(Viewer::Spectator, |s| Viewer::Seat(s as u8));
+        for update in &got {
+            let view = update.view.as_ref().expect("a view");
+            assert_eq!(view.seat, viewer, "{viewer:?} at {}", update.version);
+            assert_eq!(
+                view.game.as_ref(),
+                Some(&at[&update.version].view(who)),
+                "{viewer:?} sees what the rules show it at {}",
+                update.version
+            );
+            if viewer.is_none() {
+                assert!(view.legal_actions.is_empty(), "a spectator has no actions");
+            }
+        }
+        received.push(got);
+    }
+    assert_eq!(received[0], received[1], "the spectators got the same");
+    assert_eq!(received[2], received[3], "seat 0's streams got the same");
+    assert_eq!(received[4], received[5], "seat 1's streams got the same");
+    assert_ne!(received[2], received[4], "the seats did not");
 }
 
 #[tokio::test]

@@ -525,6 +525,16 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
     }
 }
 
+/// Creates an open Love Letter match of `seats` seats; returns its id.
+pub(crate) async fn open_love_letter(client: &mut MissiveClient<Channel>, seats: u32) -> String {
+    let created = client
+        .create_match(love_letter_options(seats))
+        .await
+        .expect("create")
+        .into_inner();
+    created.r#match.expect("info").match_id
+}
+
 /// The match as `GetMatch` reads it from the store.
 pub(crate) async fn get_match(
     client: &mut MissiveClient<Channel>,
