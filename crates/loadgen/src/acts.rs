@@ -185,25 +185,7 @@ async fn table(
     let mut played = Played::default();
     let [mut first, mut second] = pair;
     while Instant::now() < deadline {
-        let created = first
-            .create_match(pb::CreateMatchRequest {
-                options: Some(pb::GameOptions {
-                    game: Some(pb::game_options::Game::LoveLetter(
-                        pb::LoveLetterOptions::default(),
-                    )),
-                }),
-                seat_count: 2,
-                turn_timeout_secs: None,
-                turn_reminder_secs: None,
-                bots: Vec::new(),
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
-        let id = created
-            .r#match
-            .context("CreateMatch returned no match")?
-            .match_id;
+        let id = create_love_letter(&mut first).await?;
         let mut seats = Vec::new();
         for (n, client) in [&mut first, &mut second].into_iter().enumerate() {
             let joined = client
@@ -215,19 +197,18 @@ async fn table(
                 })
                 .await?
                 .into_inner();
-            let version = joined.r#match.as_ref().map_or(0, |m| m.version);
-            seats.push((joined.seat, joined.seat_token, version));
+            let view = joined.view.context("JoinMatch answered without a view")?;
+            seats.push((joined.seat, joined.seat_token, view));
         }
         played.matches += 1;
-        let after = seats.iter().map(|s| s.2).max().unwrap_or(0);
-        let (a, b) = (seats[0].clone(), seats[1].clone());
+        let [a, b] = <[_; 2]>::try_from(seats).map_err(|_| anyhow::anyhow!("two seats"))?;
         let mut rng_b = Lcg(rng.0.rotate_left(17) ^ 0xB5);
         let (ra, rb) = tokio::join!(
             player(
                 first.clone(),
                 &id,
                 (a.0, &a.1),
-                after,
+                a.2,
                 deadline,
                 think,
                 &mut rng
@@ -236,7 +217,7 @@ async fn table(
                 second.clone(),
                 &id,
                 (b.0, &b.1),
-                after,
+                b.2,
                 deadline,
                 think,
                 &mut rng_b
@@ -253,12 +234,13 @@ async fn table(
     Ok(played)
 }
 
-/// One seat's player until the match is over (`true`) or the deadline passes (`false`).
+/// One seat's player until the match is over (`true`) or the deadline passes (`false`),
+/// starting from the view its join answered with, and watching for every update after it.
 async fn player(
     mut client: Client,
     id: &str,
     (seat, token): (u32, &str),
-    after: u64,
+    mut view: pb::MatchView,
     deadline: Instant,
     think: Duration,
     rng: &mut Lcg,
@@ -268,15 +250,13 @@ async fn player(
         .watch_match(authed(
             pb::WatchMatchRequest {
                 match_id: id.to_owned(),
-                after_version: after,
+                after_version: view.version,
                 seat: None,
             },
             token,
         )?)
         .await?
         .into_inner();
-    // Watching before looking, so no update falls between the two.
-    let mut view = get_view(&mut client, id, token).await?;
     loop {
         if is_over(&view) {
             return Ok((true, acts));
@@ -317,7 +297,7 @@ async fn player(
                 }
                 Err(status) => {
                     acts.error(format!("Act {:?}", status.code()));
-                    view = get_view(&mut client, id, token).await?;
+                    view = get_view(&mut client, id, Some(token)).await?;
                 }
             }
             continue;
@@ -335,7 +315,7 @@ async fn player(
             }
             Some(_) => {}
             None => {
-                view = get_view(&mut client, id, token).await?;
+                view = get_view(&mut client, id, Some(token)).await?;
                 if !is_over(&view) {
                     bail!("the watch stream of {id} ended before the match did");
                 }
@@ -344,15 +324,42 @@ async fn player(
     }
 }
 
-async fn get_view(client: &mut Client, id: &str, token: &str) -> Result<pb::MatchView> {
+/// Creates an open two-seat Love Letter match; returns its id.
+pub(crate) async fn create_love_letter(client: &mut Client) -> Result<String> {
+    let created = client
+        .create_match(pb::CreateMatchRequest {
+            options: Some(pb::GameOptions {
+                game: Some(pb::game_options::Game::LoveLetter(
+                    pb::LoveLetterOptions::default(),
+                )),
+            }),
+            seat_count: 2,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    Ok(created
+        .r#match
+        .context("CreateMatch returned no match")?
+        .match_id)
+}
+
+/// The match as `token`'s seat sees it, or as a spectator without a token.
+pub(crate) async fn get_view(
+    client: &mut Client,
+    id: &str,
+    token: Option<&str>,
+) -> Result<pb::MatchView> {
+    let message = pb::GetViewRequest {
+        match_id: id.to_owned(),
+        seat: None,
+    };
+    let request = match token {
+        Some(token) => authed(message, token)?,
+        None => tonic::Request::new(message),
+    };
     client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: id.to_owned(),
-                seat: None,
-            },
-            token,
-        )?)
+        .get_view(request)
         .await?
         .into_inner()
         .view

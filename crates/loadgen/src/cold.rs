@@ -22,7 +22,7 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
-use crate::acts::{Client, Lcg, authed, connect, is_over};
+use crate::acts::{Client, Lcg, authed, connect, get_view, is_over};
 use crate::server::Server;
 use crate::stats::Step;
 
@@ -88,7 +88,7 @@ pub(crate) async fn run(
     seat_count: u32,
     events: u64,
     restarts: usize,
-    seed: u64,
+    (seed, stall): (u64, u32),
 ) -> Result<Measured> {
     let mut client = connect(&server.grpc).await?;
     let created = client
@@ -135,7 +135,7 @@ pub(crate) async fn run(
         if bucket.3.ops == 0 {
             bucket.0 = view.version;
         }
-        let latency = act(&mut client, &id, &seats[seat], &view, &mut rng)
+        let latency = act(&mut client, &id, &seats[seat], &view, (&mut rng, stall))
             .await?
             .0;
         latencies.push(latency);
@@ -167,10 +167,10 @@ pub(crate) async fn run(
         let ready = process.elapsed();
         let mut client = connect(&server.grpc).await?;
         let (seat, view) = &next;
-        let (first_act, _) = act(&mut client, &id, &seats[*seat], view, &mut rng).await?;
+        let (first_act, _) = act(&mut client, &id, &seats[*seat], view, (&mut rng, 0)).await?;
         let first_act_at = process.elapsed();
         let (seat, view) = awaited(&mut client, &id, &seats).await?;
-        let (next_act, after) = act(&mut client, &id, &seats[seat], &view, &mut rng).await?;
+        let (next_act, after) = act(&mut client, &id, &seats[seat], &view, (&mut rng, 0)).await?;
         measured.restarts.push(Restart {
             listening,
             ready,
@@ -190,7 +190,7 @@ pub(crate) async fn run(
 
 /// The first seat the match awaits, and its view.
 async fn awaited(client: &mut Client, id: &str, seats: &[Seat]) -> Result<(usize, pb::MatchView)> {
-    let spectator = view_of(client, id, None).await?;
+    let spectator = get_view(client, id, None).await?;
     if is_over(&spectator) {
         bail!(
             "the match ended after {} events; ask for fewer",
@@ -205,17 +205,19 @@ async fn awaited(client: &mut Client, id: &str, seats: &[Seat]) -> Result<(usize
         .iter()
         .position(|(s, _)| *s == seat)
         .context("an unknown seat is awaited")?;
-    let view = view_of(client, id, Some(&seats[index].1)).await?;
+    let view = get_view(client, id, Some(&seats[index].1)).await?;
     Ok((index, view))
 }
 
-/// Plays a random legal action of `view`; returns its latency and the view after it.
+/// Plays a random legal action of `view`, or, `stall` times in a hundred, picks up the Lopti
+/// play pile when that is legal (a hand then lasts longer); returns its latency and the view
+/// after it.
 async fn act(
     client: &mut Client,
     id: &str,
     (seat, token): &Seat,
     view: &pb::MatchView,
-    rng: &mut Lcg,
+    (rng, stall): (&mut Lcg, u32),
 ) -> Result<(Duration, pb::MatchView)> {
     if view.legal_actions.is_empty() {
         bail!(
@@ -223,7 +225,11 @@ async fn act(
             view.version
         );
     }
-    let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
+    let pick_up = view.legal_actions.iter().find(|a| is_pick_up(a));
+    let action = match pick_up {
+        Some(pick_up) if rng.below(100) < stall as usize => pick_up.clone(),
+        _ => view.legal_actions[rng.below(view.legal_actions.len())].clone(),
+    };
     let request = pb::ActRequest {
         match_id: id.to_owned(),
         action: Some(action),
@@ -241,21 +247,15 @@ async fn act(
     Ok((latency, after))
 }
 
-async fn view_of(client: &mut Client, id: &str, token: Option<&str>) -> Result<pb::MatchView> {
-    let message = pb::GetViewRequest {
-        match_id: id.to_owned(),
-        seat: None,
-    };
-    let request = match token {
-        Some(token) => authed(message, token)?,
-        None => tonic::Request::new(message),
-    };
-    client
-        .get_view(request)
-        .await?
-        .into_inner()
-        .view
-        .context("GetViewResponse without a view")
+fn is_pick_up(action: &pb::GameAction) -> bool {
+    use pb::game_action::Game;
+    use pb::lopti_action::Action;
+    matches!(
+        &action.game,
+        Some(Game::Lopti(pb::LoptiAction {
+            action: Some(Action::PickUp(_))
+        }))
+    )
 }
 
 /// Polls the health check until the service answers SERVING.

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use missive_proto::v1 as pb;
 
-use crate::acts::{Client, Lcg, authed, connect, is_over};
+use crate::acts::{Client, Lcg, authed, connect, create_love_letter, get_view, is_over};
 use crate::server::Server;
 use crate::stats::Step;
 
@@ -61,7 +61,7 @@ pub(crate) async fn run(
         ..Measured::default()
     };
     for _ in 0..matches {
-        let id = create(&mut setup).await?;
+        let id = create_love_letter(&mut setup).await?;
         let streams: Vec<_> = futures::stream::iter(0..watchers)
             .map(|i| {
                 let mut client = connections[i / per_connection].clone();
@@ -134,22 +134,6 @@ pub(crate) async fn run(
     Ok(measured)
 }
 
-async fn create(client: &mut Client) -> Result<String> {
-    let created = client
-        .create_match(pb::CreateMatchRequest {
-            options: Some(pb::GameOptions {
-                game: Some(pb::game_options::Game::LoveLetter(
-                    pb::LoveLetterOptions::default(),
-                )),
-            }),
-            seat_count: 2,
-            ..Default::default()
-        })
-        .await?
-        .into_inner();
-    Ok(created.r#match.context("no match")?.match_id)
-}
-
 /// Joins the match; returns the seat and its token.
 async fn join(client: &mut Client, id: &str, player: &str) -> Result<(u32, String)> {
     let joined = client
@@ -174,7 +158,7 @@ async fn play(
     acts: &mut Step,
 ) -> Result<Vec<(u64, Instant)>> {
     let mut sent = Vec::new();
-    let mut view = view_of(client, id, &seats[0].1).await?;
+    let mut view = get_view(client, id, Some(&seats[0].1)).await?;
     loop {
         if is_over(&view) {
             return Ok(sent);
@@ -183,7 +167,7 @@ async fn play(
             bail!("no seat awaited at version {} of {id}", view.version);
         };
         if view.seat != Some(*seat) {
-            view = view_of(client, id, token).await?;
+            view = get_view(client, id, Some(token)).await?;
         }
         if view.legal_actions.is_empty() {
             bail!(
@@ -209,19 +193,4 @@ async fn play(
             .context("ActResponse without a view")?;
         sent.push((view.version, at));
     }
-}
-
-async fn view_of(client: &mut Client, id: &str, token: &str) -> Result<pb::MatchView> {
-    client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: id.to_owned(),
-                seat: None,
-            },
-            token,
-        )?)
-        .await?
-        .into_inner()
-        .view
-        .context("GetViewResponse without a view")
 }

@@ -141,6 +141,10 @@ enum Mode {
         /// Seed of the players' choices (seed 2 plays the 4-seat Lopti session to 4,457 events).
         #[arg(long, default_value_t = 2)]
         seed: u64,
+        /// Percent of the turns on which a Lopti player who may pick up the play pile does
+        /// (0: every legal action equally likely); longer hands make a longer match.
+        #[arg(long, default_value_t = 0)]
+        stall: u32,
     },
     /// Spectators of one match, and the delay from each act to its update reaching them.
     Fanout {
@@ -414,7 +418,7 @@ async fn run_cold(
     seats: u32,
     events: u64,
     restarts: usize,
-    seed: u64,
+    (seed, stall): (u64, u32),
 ) -> Result<()> {
     let options = match game {
         "lopti" => pb::game_options::Game::Lopti(pb::LoptiOptions {
@@ -430,10 +434,10 @@ async fn run_cold(
     };
     println!(
         "{}; one {game} match of {seats} seats played to {events} events, then the server \
-         killed and started again {restarts} time(s)",
+         killed and started again {restarts} time(s); seed {seed}, stall {stall}%",
         machine()
     );
-    let mut m = cold::run(server, options, seats, events, restarts, seed).await?;
+    let mut m = cold::run(server, options, seats, events, restarts, (seed, stall)).await?;
     let warm = m.warm.ops;
     println!(
         "match filled in {:.1} s; its last {warm} acts before the first kill: p50 {:.1} ms, p99 {:.1} ms",
@@ -560,7 +564,18 @@ async fn main() -> Result<()> {
             seats,
             restarts,
             seed,
-        } => run_cold(&mut server, game, *seats, *events, *restarts, *seed).await,
+            stall,
+        } => {
+            run_cold(
+                &mut server,
+                game,
+                *seats,
+                *events,
+                *restarts,
+                (*seed, *stall),
+            )
+            .await
+        }
         Mode::Fanout {
             watchers,
             per_connection,

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use missive_proto::v1 as pb;
 
-use crate::acts::connect;
+use crate::acts::{connect, create_love_letter};
 use crate::server::Server;
 
 /// How many requests the generator keeps in flight while setting up.
@@ -45,24 +45,7 @@ pub(crate) async fn run(
     let ids: Vec<String> = futures::stream::iter(0..matches)
         .map(|_| {
             let mut client = setup.clone();
-            async move {
-                let created = client
-                    .create_match(pb::CreateMatchRequest {
-                        options: Some(pb::GameOptions {
-                            game: Some(pb::game_options::Game::LoveLetter(
-                                pb::LoveLetterOptions::default(),
-                            )),
-                        }),
-                        seat_count: 2,
-                        turn_timeout_secs: None,
-                        turn_reminder_secs: None,
-                        bots: Vec::new(),
-                        ..Default::default()
-                    })
-                    .await?
-                    .into_inner();
-                anyhow::Ok(created.r#match.context("no match")?.match_id)
-            }
+            async move { create_love_letter(&mut client).await }
         })
         .buffer_unordered(SETUP_CONCURRENCY)
         .try_collect()
