@@ -1,9 +1,9 @@
-//! Wake-ups from other replicas. Every append on PostgreSQL is announced after its commit (see
-//! [`missive_store::Listener`]); one task per server listens and wakes this server's watchers
-//! of that match, which then read the new events from the store as for any update they were
-//! not handed. When the listener (re)connects it may have missed notifications, so it wakes
-//! every watcher to re-check; watchers also re-check on a slow timer of their own
-//! (`MISSIVE_WATCH_RECHECK_MS`), which covers notifications lost in any other way.
+//! Wake-ups from other replicas. Every append on PostgreSQL is announced after its commit while
+//! another server listens (see [`missive_store::Listener`]); one task per server listens and
+//! wakes this server's watchers of that match, which then read the new events from the store as
+//! for any update they were not handed. When the listener (re)connects it may have missed
+//! notifications, so it wakes every watcher to re-check; watchers also re-check on a slow timer
+//! of their own (`MISSIVE_WATCH_RECHECK_MS`), which covers notifications lost in any other way.
 //!
 //! SQLite has one server process, whose appends wake its watchers directly: no listener.
 
