@@ -86,6 +86,9 @@ pub(crate) struct Options {
     /// Calls in flight at once from one abusive client (one address) during the window:
     /// `ListMatches` in a loop, as fast as they are answered or refused.
     pub(crate) flood: usize,
+    /// Each player acts and watches on one `Play` stream instead of unary `Act` calls beside a
+    /// `WatchMatch` stream.
+    pub(crate) play: bool,
 }
 
 /// What the flooder got.
@@ -159,7 +162,7 @@ pub(crate) async fn play(
     let mut tasks = tokio::task::JoinSet::new();
     for (i, pair) in pairs.into_iter().enumerate() {
         let rng = Lcg(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        tasks.spawn(table(pair, deadline, rng, options.think));
+        tasks.spawn(table(pair, deadline, rng, (options.think, options.play)));
     }
     let mut played = Played::default();
     if let Some(flooder) = flooder {
@@ -175,12 +178,13 @@ pub(crate) async fn play(
     Ok(played)
 }
 
-/// Two players at one table, playing match after match until the deadline.
+/// Two players at one table, playing match after match until the deadline; `how` is each
+/// player's think time and whether it plays on a `Play` stream.
 async fn table(
     pair: [Client; 2],
     deadline: Instant,
     mut rng: Lcg,
-    think: Duration,
+    how: (Duration, bool),
 ) -> Result<Played> {
     let mut played = Played::default();
     let [mut first, mut second] = pair;
@@ -210,7 +214,7 @@ async fn table(
                 (a.0, &a.1),
                 a.2,
                 deadline,
-                think,
+                how,
                 &mut rng
             ),
             player(
@@ -219,7 +223,7 @@ async fn table(
                 (b.0, &b.1),
                 b.2,
                 deadline,
-                think,
+                how,
                 &mut rng_b
             ),
         );
@@ -234,29 +238,140 @@ async fn table(
     Ok(played)
 }
 
+/// How a player talks to the server: unary `Act` calls beside a `WatchMatch` stream, or one
+/// `Play` stream for both.
+enum Line {
+    Unary {
+        client: Client,
+        token: String,
+        watch: tonic::Streaming<pb::WatchMatchResponse>,
+    },
+    Play {
+        requests: tokio::sync::mpsc::Sender<pb::PlayRequest>,
+        responses: tonic::Streaming<pb::PlayResponse>,
+        /// Updates that arrived while an act's answer was awaited.
+        early: std::collections::VecDeque<pb::WatchMatchResponse>,
+    },
+}
+
+impl Line {
+    /// Opens the player's stream: updates after `after`, as `token`'s seat.
+    async fn open(
+        client: &mut Client,
+        id: &str,
+        token: &str,
+        after: u64,
+        play: bool,
+    ) -> Result<Line> {
+        let watch = pb::WatchMatchRequest {
+            match_id: id.to_owned(),
+            after_version: after,
+            seat: None,
+        };
+        if !play {
+            let watch = client
+                .watch_match(authed(watch, token)?)
+                .await?
+                .into_inner();
+            return Ok(Line::Unary {
+                client: client.clone(),
+                token: token.to_owned(),
+                watch,
+            });
+        }
+        let (requests, outbound) = tokio::sync::mpsc::channel(4);
+        requests
+            .send(pb::PlayRequest {
+                request: Some(pb::play_request::Request::Watch(watch)),
+            })
+            .await?;
+        let stream = futures::stream::unfold(outbound, |mut outbound| async move {
+            outbound.recv().await.map(|request| (request, outbound))
+        });
+        let responses = client.play(authed(stream, token)?).await?.into_inner();
+        Ok(Line::Play {
+            requests,
+            responses,
+            early: std::collections::VecDeque::new(),
+        })
+    }
+
+    /// Sends an act; the view after it, or the code it was refused with.
+    async fn act(&mut self, request: pb::ActRequest) -> Result<Result<pb::MatchView, String>> {
+        use pb::play_response::Response;
+        match self {
+            Line::Unary { client, token, .. } => match client.act(authed(request, token)?).await {
+                Ok(response) => Ok(Ok(response
+                    .into_inner()
+                    .view
+                    .context("ActResponse without a view")?)),
+                Err(status) => Ok(Err(format!("{:?}", status.code()))),
+            },
+            Line::Play {
+                requests,
+                responses,
+                early,
+            } => {
+                requests
+                    .send(pb::PlayRequest {
+                        request: Some(pb::play_request::Request::Act(request)),
+                    })
+                    .await?;
+                loop {
+                    let message = responses
+                        .message()
+                        .await?
+                        .context("the Play stream ended before answering an act")?;
+                    match message.response {
+                        Some(Response::Update(update)) => early.push_back(update),
+                        Some(Response::Acted(acted)) => {
+                            return Ok(Ok(acted.view.context("an act answered without a view")?));
+                        }
+                        Some(Response::Refused(refused)) => return Ok(Err(refused.code)),
+                        None => bail!("an empty Play response"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next update of the match; `None` once the stream has ended.
+    async fn update(&mut self) -> Result<Option<pb::WatchMatchResponse>> {
+        use pb::play_response::Response;
+        match self {
+            Line::Unary { watch, .. } => Ok(watch.message().await?),
+            Line::Play {
+                responses, early, ..
+            } => {
+                if let Some(update) = early.pop_front() {
+                    return Ok(Some(update));
+                }
+                match responses.message().await? {
+                    Some(pb::PlayResponse {
+                        response: Some(Response::Update(update)),
+                    }) => Ok(Some(update)),
+                    Some(other) => bail!("an answer without an act: {other:?}"),
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+}
+
 /// One seat's player until the match is over (`true`) or the deadline passes (`false`),
-/// starting from the view its join answered with, and watching for every update after it.
+/// starting from the view its join answered with, and watching for every update after it (on
+/// a `Play` stream, acting on it too, when `play`).
 async fn player(
     mut client: Client,
     id: &str,
     (seat, token): (u32, &str),
     mut view: pb::MatchView,
     deadline: Instant,
-    think: Duration,
+    (think, play): (Duration, bool),
     rng: &mut Lcg,
 ) -> Result<(bool, Step)> {
     let mut acts = Step::default();
-    let mut watch = client
-        .watch_match(authed(
-            pb::WatchMatchRequest {
-                match_id: id.to_owned(),
-                after_version: view.version,
-                seat: None,
-            },
-            token,
-        )?)
-        .await?
-        .into_inner();
+    let mut line = Line::open(&mut client, id, token, view.version, play).await?;
     loop {
         if is_over(&view) {
             return Ok((true, acts));
@@ -283,20 +398,17 @@ async fn player(
                 seat: None,
             };
             let sent = Instant::now();
-            let result = client.act(authed(request, token)?).await;
+            let result = line.act(request).await?;
             let done = Instant::now();
             match result {
-                Ok(response) => {
+                Ok(after) => {
                     if done <= deadline {
                         acts.record(done - sent);
                     }
-                    view = response
-                        .into_inner()
-                        .view
-                        .context("ActResponse without a view")?;
+                    view = after;
                 }
-                Err(status) => {
-                    acts.error(format!("Act {:?}", status.code()));
+                Err(code) => {
+                    acts.error(format!("Act {code}"));
                     view = get_view(&mut client, id, Some(token)).await?;
                 }
             }
@@ -304,7 +416,7 @@ async fn player(
         }
         // Not this seat's turn: wait for the next update of the match.
         let update = tokio::select! {
-            update = watch.message() => update?,
+            update = line.update() => update?,
             () = sleep_until(deadline.into()) => return Ok((false, acts)),
         };
         match update {

@@ -110,6 +110,10 @@ enum Mode {
         /// per act.
         #[arg(long)]
         costs: bool,
+        /// Players act and watch on one `Play` stream each, instead of unary `Act` calls beside
+        /// a `WatchMatch` stream.
+        #[arg(long)]
+        play: bool,
     },
     /// Idle watch streams and the server's memory per stream.
     Watch {
@@ -543,10 +547,12 @@ async fn main() -> Result<()> {
             think_ms,
             flood,
             costs,
+            play,
         } => {
             let options = acts::Options {
                 think: Duration::from_millis(*think_ms),
                 flood: *flood,
+                play: *play,
             };
             run_acts(
                 &cli, &server, clients, *secs, *rounds, *seed, *floor, *costs, options,

@@ -157,7 +157,7 @@ impl ApiError {
     }
 
     /// What the caller is told; internal detail is logged here instead.
-    fn public_message(&self) -> String {
+    pub(crate) fn public_message(&self) -> String {
         match self {
             ApiError::Unavailable(detail) => {
                 tracing::warn!(%detail, "store unavailable");

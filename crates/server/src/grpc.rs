@@ -9,9 +9,10 @@ use missive_proto::v1 as pb;
 use missive_proto::v1::missive_server::Missive;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 use crate::auth;
+use crate::error::{ApiError, ApiResult};
 use crate::ratelimit::Client;
 use crate::service::{Caller, Service};
 
@@ -51,6 +52,28 @@ fn caller<T>(request: &Request<T>) -> Result<Caller, Status> {
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchMatchResponse, Status>> + Send>>;
+type PlayStream = Pin<Box<dyn Stream<Item = Result<pb::PlayResponse, Status>> + Send>>;
+
+/// Answers below the updates a Play stream may have waiting for its client.
+const PLAY_ANSWERS: usize = 8;
+
+/// A Play stream's answer to one act: what the unary `Act` would have answered, a refusal as a
+/// message rather than the end of the stream.
+fn play_answer(request_id: String, acted: ApiResult<pb::ActResponse>) -> pb::PlayResponse {
+    use pb::play_response::Response;
+    let response = match acted {
+        Ok(acted) => Response::Acted(acted),
+        Err(e) => Response::Refused(pb::PlayRefusal {
+            request_id,
+            code: e.code_name().to_owned(),
+            rule: e.rule().unwrap_or_default().to_owned(),
+            message: e.public_message(),
+        }),
+    };
+    pb::PlayResponse {
+        response: Some(response),
+    }
+}
 
 #[tonic::async_trait]
 impl Missive for Grpc {
@@ -124,6 +147,75 @@ impl Missive for Grpc {
             item.map(|update| *update).map_err(Status::from)
         });
         Ok(Response::new(Box::pin(stream)))
+    }
+
+    type PlayStream = PlayStream;
+
+    async fn play(
+        &self,
+        request: Request<Streaming<pb::PlayRequest>>,
+    ) -> Result<Response<Self::PlayStream>, Status> {
+        use pb::play_request::Request as Message;
+        let caller = caller(&request)?;
+        let client = request.extensions().get::<Client>().cloned();
+        // The stream's place under the watch caps, held as long as the stream.
+        let permit = client.as_ref().map(Client::open_watch).transpose()?;
+        let mut inbound = request.into_inner();
+        let watch = match inbound.message().await?.and_then(|m| m.request) {
+            Some(Message::Watch(watch)) => watch,
+            _ => {
+                return Err(ApiError::invalid(
+                    "a Play stream opens with a watch message: the match and the version to \
+                     send updates after",
+                )
+                .into());
+            }
+        };
+        let match_id = watch.match_id.clone();
+        let updates = self.service.watch(&caller, watch).await?;
+        // Acts are read and answered one at a time, in order, while updates flow.
+        let (answers, answered) = tokio::sync::mpsc::channel(PLAY_ANSWERS);
+        let service = Arc::clone(&self.service);
+        tokio::spawn(async move {
+            while let Ok(Some(message)) = inbound.message().await {
+                let answer = match message.request {
+                    Some(Message::Act(mut act)) => {
+                        if act.match_id.is_empty() {
+                            act.match_id.clone_from(&match_id);
+                        }
+                        let request_id = act.request_id.clone();
+                        let acted = match &client {
+                            Some(c) => c.limiter.check_request(&c.key),
+                            None => Ok(()),
+                        };
+                        let acted = match acted {
+                            Ok(()) => service.bounded(service.act(&caller, act)).await,
+                            Err(e) => Err(e),
+                        };
+                        play_answer(request_id, acted)
+                    }
+                    _ => play_answer(
+                        String::new(),
+                        Err(ApiError::invalid(
+                            "after its first message, a Play stream carries acts only",
+                        )),
+                    ),
+                };
+                if answers.send(Ok(answer)).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let updates = ReceiverStream::new(updates).map(move |item| {
+            let _held = &permit;
+            item.map(|update| pb::PlayResponse {
+                response: Some(pb::play_response::Response::Update(*update)),
+            })
+            .map_err(Status::from)
+        });
+        Ok(Response::new(Box::pin(
+            updates.merge(ReceiverStream::new(answered)),
+        )))
     }
 
     async fn get_history(

@@ -10,7 +10,7 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, audit_log, authed, get_match, love_letter_options, maybe_authed,
+    Backend, Lcg, act_request, audit_log, authed, get_match, love_letter_options, maybe_authed,
     open_love_letter, replay, seat_view, spawn_app, spectator_view,
 };
 
@@ -490,16 +490,7 @@ async fn play_out(
         let view = seat_view(player, match_id, &tokens[seat]).await;
         let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
         player
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.to_owned(),
-                    action: Some(action),
-                    request_id: uuid::Uuid::new_v4().to_string(),
-                    expected_version: Some(view.version),
-                    seat: None,
-                },
-                &tokens[seat],
-            ))
+            .act(authed(act_request(match_id, &view, action), &tokens[seat]))
             .await
             .expect("act");
     }

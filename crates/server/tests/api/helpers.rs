@@ -525,6 +525,21 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
     }
 }
 
+/// An act of `action` pinned to `view`'s version, under a new request id.
+pub(crate) fn act_request(
+    match_id: &str,
+    view: &pb::MatchView,
+    action: pb::GameAction,
+) -> pb::ActRequest {
+    pb::ActRequest {
+        match_id: match_id.to_owned(),
+        action: Some(action),
+        request_id: uuid::Uuid::new_v4().to_string(),
+        expected_version: Some(view.version),
+        seat: None,
+    }
+}
+
 /// Creates an open Love Letter match of `seats` seats; returns its id.
 pub(crate) async fn open_love_letter(client: &mut MissiveClient<Channel>, seats: u32) -> String {
     let created = client

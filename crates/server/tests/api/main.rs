@@ -17,6 +17,7 @@ mod http;
 mod invites;
 mod limits;
 mod lopti;
+mod play;
 mod players;
 mod replicas;
 mod retries;
