@@ -554,6 +554,20 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         .await
         .map_err(db)?;
     let record = super::matches::read(&mut *tx, id).await?;
+    // A match that ended is usually archived by now: its whole log is then one row, read first.
+    if matches!(
+        record.status,
+        crate::MatchStatus::Finished | crate::MatchStatus::Abandoned
+    ) && let Some(archived) = super::archive::read(&mut *tx, id).await?
+    {
+        tx.commit().await.map_err(db)?;
+        return Ok(Loaded {
+            record,
+            snapshot: None,
+            events: archived.events,
+            requests: Vec::new(),
+        });
+    }
     let snapshot: Option<SnapshotRow> = sqlx::query_as(LOAD_SNAPSHOT)
         .bind(id.to_string())
         .bind(
@@ -586,21 +600,7 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     } else {
         Vec::new()
     };
-    // No events after the snapshot may mean the log is archived: then it is all there.
-    let archived = if rows.is_empty() && record.version > 0 {
-        super::archive::read(&mut *tx, id).await?
-    } else {
-        None
-    };
     tx.commit().await.map_err(db)?;
-    if let Some(archived) = archived {
-        return Ok(Loaded {
-            record,
-            snapshot: None,
-            events: archived.events,
-            requests: Vec::new(),
-        });
-    }
     let events = rows
         .into_iter()
         .map(|r| r.into_event(id))
