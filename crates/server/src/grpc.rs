@@ -75,6 +75,24 @@ fn play_answer(request_id: String, acted: ApiResult<pb::ActResponse>) -> pb::Pla
     }
 }
 
+impl Grpc {
+    /// A watch stream of `req` for `caller`, holding its place under `client`'s watch caps as
+    /// long as it lasts: `WatchMatch`'s, and the updates of a `Play` stream.
+    async fn watch(
+        &self,
+        caller: &Caller,
+        client: Option<&Client>,
+        req: pb::WatchMatchRequest,
+    ) -> Result<impl Stream<Item = Result<pb::WatchMatchResponse, Status>> + use<>, Status> {
+        let permit = client.map(Client::open_watch).transpose()?;
+        let rx = self.service.watch(caller, req).await?;
+        Ok(ReceiverStream::new(rx).map(move |item| {
+            let _held = &permit;
+            item.map(|update| *update).map_err(Status::from)
+        }))
+    }
+}
+
 #[tonic::async_trait]
 impl Missive for Grpc {
     async fn create_match(
@@ -135,17 +153,10 @@ impl Missive for Grpc {
         request: Request<pb::WatchMatchRequest>,
     ) -> Result<Response<Self::WatchMatchStream>, Status> {
         let caller = caller(&request)?;
-        // The stream's place under the watch caps, held as long as the stream.
-        let permit = request
-            .extensions()
-            .get::<Client>()
-            .map(Client::open_watch)
-            .transpose()?;
-        let rx = self.service.watch(&caller, request.into_inner()).await?;
-        let stream = ReceiverStream::new(rx).map(move |item| {
-            let _held = &permit;
-            item.map(|update| *update).map_err(Status::from)
-        });
+        let client = request.extensions().get::<Client>().cloned();
+        let stream = self
+            .watch(&caller, client.as_ref(), request.into_inner())
+            .await?;
         Ok(Response::new(Box::pin(stream)))
     }
 
@@ -158,8 +169,6 @@ impl Missive for Grpc {
         use pb::play_request::Request as Message;
         let caller = caller(&request)?;
         let client = request.extensions().get::<Client>().cloned();
-        // The stream's place under the watch caps, held as long as the stream.
-        let permit = client.as_ref().map(Client::open_watch).transpose()?;
         let mut inbound = request.into_inner();
         let watch = match inbound.message().await?.and_then(|m| m.request) {
             Some(Message::Watch(watch)) => watch,
@@ -172,7 +181,7 @@ impl Missive for Grpc {
             }
         };
         let match_id = watch.match_id.clone();
-        let updates = self.service.watch(&caller, watch).await?;
+        let updates = self.watch(&caller, client.as_ref(), watch).await?;
         // Acts are read and answered one at a time, in order, while updates flow.
         let (answers, answered) = tokio::sync::mpsc::channel(PLAY_ANSWERS);
         let service = Arc::clone(&self.service);
@@ -184,15 +193,13 @@ impl Missive for Grpc {
                             act.match_id.clone_from(&match_id);
                         }
                         let request_id = act.request_id.clone();
-                        let acted = match &client {
-                            Some(c) => c.limiter.check_request(&c.key),
-                            None => Ok(()),
+                        let acted = async {
+                            if let Some(c) = &client {
+                                c.limiter.check_request(&c.key)?;
+                            }
+                            service.bounded(service.act(&caller, act)).await
                         };
-                        let acted = match acted {
-                            Ok(()) => service.bounded(service.act(&caller, act)).await,
-                            Err(e) => Err(e),
-                        };
-                        play_answer(request_id, acted)
+                        play_answer(request_id, acted.await)
                     }
                     _ => play_answer(
                         String::new(),
@@ -206,12 +213,10 @@ impl Missive for Grpc {
                 }
             }
         });
-        let updates = ReceiverStream::new(updates).map(move |item| {
-            let _held = &permit;
+        let updates = updates.map(|item| {
             item.map(|update| pb::PlayResponse {
-                response: Some(pb::play_response::Response::Update(*update)),
+                response: Some(pb::play_response::Response::Update(update)),
             })
-            .map_err(Status::from)
         });
         Ok(Response::new(Box::pin(
             updates.merge(ReceiverStream::new(answered)),
