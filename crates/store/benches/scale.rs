@@ -334,7 +334,8 @@ fn event_row(
     }
     write!(canon, ",\"seq\":{}}}", ev.seq).unwrap_or_default();
     let hash = missive_store::event_hash(prev, canon.as_bytes());
-    // match_id, seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash
+    // match_id, seq, kind, actor, request_id, request_last, payload, at, hash (no prev_hash: the
+    // server leaves it to the row before, as here)
     out.extend_from_slice(id.as_bytes());
     write!(ByteWriter(out), "\t{}\t{}\t", ev.seq, ev.kind).unwrap_or_default();
     match ev.actor {
@@ -353,8 +354,6 @@ fn event_row(
     copy_text(out, &ev.payload);
     out.push(b'\t');
     out.extend_from_slice(at.as_bytes());
-    out.push(b'\t');
-    copy_bytea(out, prev);
     out.push(b'\t');
     copy_bytea(out, &hash);
     out.push(b'\n');
@@ -712,7 +711,7 @@ async fn load(url: &str, plans: &[Plan], games: &[GameLog]) -> Result<()> {
     let mut e = ce
         .copy_in_raw(
             "COPY events (match_id, seq, kind, actor, request_id, request_last, payload, at, \
-             prev_hash, hash) FROM STDIN",
+             hash) FROM STDIN",
         )
         .await?;
     let mut t = ct

@@ -168,17 +168,52 @@ impl EventValues {
     }
 }
 
-params_on_both!(EventValues, |e, query| query
-    .value(e.match_id)
-    .value(e.seq)
-    .value(e.kind)
-    .value(e.actor)
-    .value(e.request_id)
-    .value(e.request_last)
-    .value(e.payload)
-    .value(e.at)
-    .value(e.prev_hash)
-    .value(e.hash));
+/// SQLite stores each row's `prev_hash`.
+impl Params<Sqlite> for EventValues {
+    fn bind_to<'q, Q: Binds<'q, Sqlite>>(self, query: Q) -> Q {
+        EventValues::bind_common(self, query, true)
+    }
+}
+
+/// PostgreSQL leaves it out: it is the hash of the row before ([`chained`]).
+impl Params<Postgres> for EventValues {
+    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
+        EventValues::bind_common(self, query, false)
+    }
+}
+
+impl EventValues {
+    fn bind_common<'q, DB: sqlx::Database, Q: Binds<'q, DB>>(
+        self,
+        query: Q,
+        with_prev_hash: bool,
+    ) -> Q
+    where
+        String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        Option<i16>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        Option<i64>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+        Vec<u8>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    {
+        let query = query
+            .value(self.match_id)
+            .value(self.seq)
+            .value(self.kind)
+            .value(self.actor)
+            .value(self.request_id)
+            .value(self.request_last)
+            .value(self.payload)
+            .value(self.at);
+        let query = if with_prev_hash {
+            query.value(self.prev_hash)
+        } else {
+            query
+        };
+        query.value(self.hash)
+    }
+}
 
 /// An outbox row's key: the match (cast to `uuid` on PostgreSQL), seq, seat and kind.
 #[derive(Debug)]
@@ -399,7 +434,9 @@ pub(crate) struct EventRow {
     pub(crate) request_id: Option<String>,
     pub(crate) payload: String,
     pub(crate) at: DateTime<Utc>,
-    pub(crate) prev_hash: Vec<u8>,
+    /// Absent from PostgreSQL's rows written since they became leaner: the hash of the row
+    /// before, which [`chained`] fills in.
+    pub(crate) prev_hash: Option<Vec<u8>>,
     pub(crate) hash: Vec<u8>,
 }
 
@@ -460,7 +497,22 @@ pub(crate) fn to_i64(value: u64) -> Result<i64, StoreError> {
 }
 
 impl EventRow {
-    pub(crate) fn into_event(self, match_id: MatchId) -> Result<StoredEvent, StoreError> {
+    /// The event; `prev` is the hash of the event before it, for a row that does not hold it.
+    pub(crate) fn into_event(
+        self,
+        match_id: MatchId,
+        prev: Option<[u8; 32]>,
+    ) -> Result<StoredEvent, StoreError> {
+        let prev_hash = match (&self.prev_hash, prev) {
+            (Some(stored), _) => hash32(stored, "prev_hash")?,
+            (None, Some(prev)) => prev,
+            (None, None) => {
+                return Err(StoreError::Corrupt(format!(
+                    "event {} of match {match_id} was read without the event before it",
+                    self.seq
+                )));
+            }
+        };
         Ok(StoredEvent {
             match_id,
             seq: unsigned(self.seq, "seq")?,
@@ -469,10 +521,33 @@ impl EventRow {
             request_id: self.request_id,
             payload: parse_json(&self.payload, "event payload")?,
             at: self.at,
-            prev_hash: hash32(&self.prev_hash, "prev_hash")?,
+            prev_hash,
             hash: hash32(&self.hash, "hash")?,
         })
     }
+}
+
+/// The events after seq `after` among `rows`, a run of one match's rows in seq order that
+/// starts with the row at `after` itself when `after > 0`: each row that does not hold its
+/// `prev_hash` takes the hash of the row just before it (the first event of a match, the
+/// genesis hash).
+pub(crate) fn chained(
+    rows: Vec<EventRow>,
+    match_id: MatchId,
+    after: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut before = (after == 0).then_some((0, crate::GENESIS_HASH));
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        let seq = unsigned(row.seq, "seq")?;
+        let hash = hash32(&row.hash, "hash")?;
+        if seq > after {
+            let prev = before.filter(|(s, _)| s + 1 == seq).map(|(_, h)| h);
+            events.push(row.into_event(match_id, prev)?);
+        }
+        before = Some((seq, hash));
+    }
+    Ok(events)
 }
 
 impl SnapshotRow {

@@ -109,6 +109,8 @@ pub(super) async fn archive_finished(
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
+        // Each row chains from the one before it (the first from the genesis hash).
+        let mut prev = Some(crate::GENESIS_HASH);
         let log = rows
             .into_iter()
             .map(|row| {
@@ -116,7 +118,9 @@ pub(super) async fn archive_finished(
                     .request_last
                     .map(|l| unsigned(l, "request_last"))
                     .transpose()?;
-                Ok((row.event.into_event(id)?, last))
+                let event = row.event.into_event(id, prev)?;
+                prev = Some(event.hash);
+                Ok((event, last))
             })
             .collect::<Result<Vec<(StoredEvent, Option<u64>)>, StoreError>>()?;
         let packed = match pack_checked(id, &log) {

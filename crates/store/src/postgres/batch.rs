@@ -42,18 +42,18 @@ const QUEUE: usize = 1024;
 /// Several rows: one array per column.
 const INSERT_ROWS: &str =
     "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last,
-        payload, at, prev_hash, hash)
-    SELECT e.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last, e.payload::jsonb,
-        e.at, e.prev_hash, e.hash
+        payload, at, hash)
+    SELECT e.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last, e.payload::json,
+        e.at, e.hash
     FROM UNNEST($1::uuid[], $2::bigint[], $3::text[], $4::smallint[], $5::text[], $6::bigint[],
-        $7::text[], $8::timestamptz[], $9::bytea[], $10::bytea[])
-        AS e(match_id, seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)";
+        $7::text[], $8::timestamptz[], $9::bytea[])
+        AS e(match_id, seq, kind, actor, request_id, request_last, payload, at, hash)";
 
 /// The "your turn" notifications of the rows [`INSERT_ROWS`] inserted, for seats with a webhook.
 const ENQUEUE_ROWS: &str = "o AS (
         INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
-        SELECT w.match_id, n.seq, w.seat, w.url, n.body, $15, $15
-        FROM UNNEST($11::uuid[], $12::bigint[], $13::smallint[], $14::text[])
+        SELECT w.match_id, n.seq, w.seat, w.url, n.body, $14, $14
+        FROM UNNEST($10::uuid[], $11::bigint[], $12::smallint[], $13::text[])
             AS n(match_id, seq, seat, body)
         JOIN e ON e.match_id = n.match_id AND e.seq = n.seq
         JOIN webhooks w ON w.match_id = n.match_id AND w.seat = n.seat
@@ -65,14 +65,14 @@ const ENQUEUE_ROWS: &str = "o AS (
 /// `ON CONFLICT`'s speculative insertion: a unique violation means another writer took the seq
 /// or the request id first); with them, with `ON CONFLICT DO NOTHING` like [`INSERT_ROWS`].
 const PLAIN_ONE: &str = "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last,
-        payload, at, prev_hash, hash)
-    VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10)";
+        payload, at, hash)
+    VALUES ($1::uuid, $2, $3, $4, $5, $6, $7::text::json, $8, $9)";
 
 /// The notifications of [`PLAIN_ONE`]'s row, for seats with a webhook.
 const ENQUEUE_ONE: &str = "o AS (
         INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
-        SELECT w.match_id, e.seq, w.seat, w.url, n.body, $13, $13
-        FROM e, UNNEST($11::smallint[], $12::text[]) AS n(seat, body)
+        SELECT w.match_id, e.seq, w.seat, w.url, n.body, $12, $12
+        FROM e, UNNEST($10::smallint[], $11::text[]) AS n(seat, body)
         JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
         RETURNING match_id, seq
     )";
@@ -323,7 +323,7 @@ struct Columns {
     notify: NotifyColumns,
 }
 
-/// The notifications of a batch's rows (`$11` to `$14` of [`ENQUEUE_ROWS`]).
+/// The notifications of a batch's rows (`$10` to `$13` of [`ENQUEUE_ROWS`]).
 #[derive(Debug, Default, Clone)]
 struct NotifyColumns {
     match_id: Vec<String>,

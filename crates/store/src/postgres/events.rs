@@ -17,7 +17,7 @@ use super::batch::Row;
 use super::matches::SeatColumns;
 use super::turns::TurnColumns;
 use super::{Pg, db, is_unique_violation};
-use crate::rows::{Binds, EventRow, HeadRow, Params, SnapshotRow, to_i64};
+use crate::rows::{Binds, EventRow, HeadRow, Params, SnapshotRow, chained, to_i64};
 use crate::{
     Appended, Loaded, MatchId, MatchUpdate, NewEvent, Snapshot, StoreError, StoredEvent,
     canonical_json, chain,
@@ -27,7 +27,9 @@ const EVENT_COLUMNS: &str =
     "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
 
 /// Events to insert with one `UNNEST`, one array per column (here and in [`super::batch`]):
-/// `bigint[], text[], smallint[], text[], bigint[], text[], timestamptz[], bytea[], bytea[]`.
+/// `bigint[], text[], smallint[], text[], bigint[], text[], timestamptz[], bytea[]`. There is no
+/// `prev_hash`: a row's is the hash of the row before it, filled in as rows are read
+/// ([`crate::rows::chained`]).
 #[derive(Debug, Default, Clone)]
 pub(super) struct EventColumns {
     seq: Vec<i64>,
@@ -38,7 +40,6 @@ pub(super) struct EventColumns {
     request_last: Vec<Option<i64>>,
     payload: Vec<String>,
     at: Vec<DateTime<Utc>>,
-    prev_hash: Vec<Vec<u8>>,
     hash: Vec<Vec<u8>>,
 }
 
@@ -65,7 +66,6 @@ impl EventColumns {
         self.request_last.push(request_last);
         self.payload.push(canonical_json(&ev.payload));
         self.at.push(ev.at);
-        self.prev_hash.push(ev.prev_hash.to_vec());
         self.hash.push(ev.hash.to_vec());
         Ok(())
     }
@@ -81,7 +81,6 @@ impl Params<Postgres> for EventColumns {
             .value(self.request_last)
             .value(self.payload)
             .value(self.at)
-            .value(self.prev_hash)
             .value(self.hash)
     }
 }
@@ -100,7 +99,7 @@ impl Params<Postgres> for HeadValues {
     }
 }
 
-/// The match row's side of an append, `$13` to `$16`: the time it records as its last change,
+/// The match row's side of an append, `$12` to `$15`: the time it records as its last change,
 /// the new status if any, the highest seat named (the match must have it) and the version the
 /// append leaves.
 #[derive(Debug)]
@@ -121,7 +120,7 @@ impl Params<Postgres> for UpdateValues {
     }
 }
 
-/// The "your turn" notifications of an append, `$26` and `$27`: one seat and payload each.
+/// The "your turn" notifications of an append, `$25` and `$26`: one seat and payload each.
 #[derive(Debug)]
 struct NotifyColumns {
     seat: Vec<i16>,
@@ -142,7 +141,8 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
          FROM matches m
          LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
              WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true
-         LEFT JOIN events r ON r.match_id = m.match_id AND r.request_id = $2
+         LEFT JOIN events r ON r.match_id = m.match_id
+             AND request_key(r.request_id) = request_key($2) AND r.request_id = $2
              AND r.request_last IS NOT NULL
          WHERE m.match_id = $1::uuid",
     )
@@ -160,16 +160,18 @@ async fn events_between(
     first: u64,
     last: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
+    // From the event before the first, whose hash the first chains from.
+    let before = first.saturating_sub(1);
     let rows: Vec<EventRow> = sqlx::query_as(&format!(
         "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq BETWEEN $2 AND $3 ORDER BY seq"
     ))
     .bind(id.to_string())
-    .bind(to_i64(first)?)
+    .bind(to_i64(before)?)
     .bind(to_i64(last)?)
     .fetch_all(pool)
     .await
     .map_err(db)?;
-    rows.into_iter().map(|r| r.into_event(id)).collect()
+    chained(rows, id, before)
 }
 
 /// What the database says about an append before (or after) the append statement.
@@ -272,52 +274,52 @@ const HEAD_IS: &str =
         OR ($2 = 0 AND EXISTS (SELECT 1 FROM matches
             WHERE match_id = $1::uuid AND version = 0 AND last_hash = $3)))";
 
-/// The events of an append ([`EventColumns`], `$4` to `$12`), inserted if the head is as
+/// The events of an append ([`EventColumns`], `$4` to `$11`), inserted if the head is as
 /// expected; see [`HEAD_IS`].
 const INSERT_EVENTS: &str =
     "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
-        prev_hash, hash)
-    SELECT $1::uuid, e.seq, e.kind, e.actor, e.request_id, e.request_last, e.payload::jsonb, e.at,
-        e.prev_hash, e.hash
+        hash)
+    SELECT $1::uuid, e.seq, e.kind, e.actor, e.request_id, e.request_last, e.payload::json, e.at,
+        e.hash
     FROM UNNEST($4::bigint[], $5::text[], $6::smallint[], $7::text[], $8::bigint[], $9::text[],
-        $10::timestamptz[], $11::bytea[], $12::bytea[])
-        AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
+        $10::timestamptz[], $11::bytea[])
+        AS e(seq, kind, actor, request_id, request_last, payload, at, hash)
     WHERE ";
 
-/// The status and seat changes of an append ([`UpdateValues`], then [`SeatColumns`] as `$17`
-/// to `$20` and the seats' accounts as `$28`), applied only if `h` holds a row: the inserted events, or for an append without
+/// The status and seat changes of an append ([`UpdateValues`], then [`SeatColumns`] as `$16`
+/// to `$19` and the seats' accounts as `$27`), applied only if `h` holds a row: the inserted events, or for an append without
 /// events the match row when its head is as expected and no event follows it.
 const UPDATE_MATCH: &str = "m AS (
-        UPDATE matches SET updated_at = $13, status = COALESCE($14, status)
+        UPDATE matches SET updated_at = $12, status = COALESCE($13, status)
         WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
         RETURNING match_id
     ), s AS (
         UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot,
             account = s.account
-        FROM m, UNNEST($17::smallint[], $18::text[], $19::bytea[], $20::text[], $28::text[])
+        FROM m, UNNEST($16::smallint[], $17::text[], $18::bytea[], $19::text[], $27::text[])
             AS s(seat, player, token_hash, bot, account)
         WHERE seats.match_id = m.match_id AND seats.seat = s.seat
     )";
 
-/// The pending turns of an append (see [`crate::MatchUpdate::turns`]; [`TurnColumns`] as `$21`
-/// to `$25`), written only if `h` holds a row, like [`UPDATE_MATCH`]: every other pending turn
+/// The pending turns of an append (see [`crate::MatchUpdate::turns`]; [`TurnColumns`] as `$20`
+/// to `$24`), written only if `h` holds a row, like [`UPDATE_MATCH`]: every other pending turn
 /// of the match is deleted, these are upserted as awaited after the append's last event, and a
 /// seat that stays awaited keeps its due time and reminder (or, once sent, none). A new version
 /// frees the lease, so the turn can be claimed again at once.
 const WRITE_TURNS: &str = "td AS (
         DELETE FROM turns WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
-            AND NOT (seat = ANY($21::smallint[]))
+            AND NOT (seat = ANY($20::smallint[]))
     ), tu AS (
         INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
-        SELECT $1::uuid, t.seat, $16, t.due_at, t.bot, t.remind_at
-        FROM UNNEST($21::smallint[], $22::timestamptz[], $23::text[], $24::timestamptz[])
+        SELECT $1::uuid, t.seat, $15, t.due_at, t.bot, t.remind_at
+        FROM UNNEST($20::smallint[], $21::timestamptz[], $22::text[], $23::timestamptz[])
             AS t(seat, due_at, bot, remind_at)
         WHERE EXISTS (SELECT 1 FROM h)
         ON CONFLICT (match_id, seat) DO UPDATE SET version = EXCLUDED.version,
             bot = EXCLUDED.bot, lease_until = NULL,
-            due_at = CASE WHEN EXCLUDED.seat = ANY($25::smallint[]) THEN turns.due_at
+            due_at = CASE WHEN EXCLUDED.seat = ANY($24::smallint[]) THEN turns.due_at
                 ELSE EXCLUDED.due_at END,
-            remind_at = CASE WHEN EXCLUDED.seat = ANY($25::smallint[]) THEN turns.remind_at
+            remind_at = CASE WHEN EXCLUDED.seat = ANY($24::smallint[]) THEN turns.remind_at
                 ELSE EXCLUDED.remind_at END
     )";
 
@@ -325,8 +327,8 @@ const WRITE_TURNS: &str = "td AS (
 /// that has a webhook, for the last inserted event, only if `h` inserted.
 const ENQUEUE_OUTBOX: &str = "o AS (
         INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
-        SELECT w.match_id, (SELECT max(seq) FROM h), w.seat, w.url, n.body, $13, $13
-        FROM UNNEST($26::smallint[], $27::text[]) AS n(seat, body)
+        SELECT w.match_id, (SELECT max(seq) FROM h), w.seat, w.url, n.body, $12, $12
+        FROM UNNEST($25::smallint[], $26::text[]) AS n(seat, body)
         JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
         WHERE EXISTS (SELECT 1 FROM h)
         RETURNING seat
@@ -401,7 +403,7 @@ async fn write(
         };
         format!(
             "WITH h AS ({INSERT_EVENTS}{HEAD_IS}
-                AND EXISTS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15)
+                AND EXISTS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $14)
                 RETURNING seq
             ), {}
             SELECT (SELECT count(*) FROM h), {queued}",
@@ -409,7 +411,7 @@ async fn write(
         )
     } else {
         format!(
-            "WITH h AS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $15
+            "WITH h AS (SELECT 1 FROM matches WHERE match_id = $1::uuid AND seat_count > $14
                 AND {HEAD_IS}
                 AND NOT EXISTS (SELECT 1 FROM events WHERE match_id = $1::uuid AND seq = $2 + 1)
                 AND cardinality($4::bigint[]) = 0
@@ -499,11 +501,13 @@ fn appended(
     }
 }
 
-/// A page of a match's events: `$1` the match, after seq `$2`, at most `$3`.
+/// A page of a match's events: `$1` the match, after seq `$2`, at most `$3`. It starts at
+/// seq `$2` itself, whose hash the page's first event chains from (see [`chained`]), and so
+/// returns one row more.
 pub fn read_sql() -> String {
     format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2
-         ORDER BY seq LIMIT $3"
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq >= $2
+         ORDER BY seq LIMIT $3 + 1"
     )
 }
 
@@ -512,10 +516,11 @@ pub const LOAD_SNAPSHOT: &str = "SELECT seq, rules_version, state::text AS state
      WHERE match_id = $1::uuid AND rules_version = $2 AND seq <= $3
      ORDER BY seq DESC LIMIT 1";
 
-/// A load's events: `$1` the match, after seq `$2` (the snapshot's).
+/// A load's events: `$1` the match, after seq `$2` (the snapshot's), read from seq `$2` itself
+/// like [`read_sql`].
 pub fn load_events_sql() -> String {
     format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
+        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq >= $2 ORDER BY seq"
     )
 }
 
@@ -542,7 +547,9 @@ pub(super) async fn read(
             return Ok(page.take(limit as usize).collect());
         }
     }
-    rows.into_iter().map(|r| r.into_event(id)).collect()
+    let mut events = chained(rows, id, after)?;
+    events.truncate(limit as usize);
+    Ok(events)
 }
 
 pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
@@ -601,10 +608,7 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         Vec::new()
     };
     tx.commit().await.map_err(db)?;
-    let events = rows
-        .into_iter()
-        .map(|r| r.into_event(id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let events = chained(rows, id, after)?;
     if let Some(last) = events.last().filter(|e| e.seq == record.version) {
         pg.heads.put(id, last.seq, last.hash);
     }

@@ -63,23 +63,23 @@ impl Params<Postgres> for SeatColumns {
 }
 
 /// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
-/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$33` and invitations as `$34`),
+/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$32` and invitations as `$33`),
 /// its first pending turns (`$18`…, [`TurnColumns`], its `continuing` unused), its first events
-/// (`$23`…, [`EventColumns`]) and its creator (`$32`). The new rows are
+/// (`$23`…, [`EventColumns`]) and its creator (`$31`). The new rows are
 /// invisible to everyone else until it commits.
 const CREATE: &str = "WITH m AS (
         INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
             seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
             updated_at, creator)
-        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $32)
+        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $31)
         RETURNING match_id
     ), s AS (
         INSERT INTO seats (match_id, seat, player, token_hash, bot, account, invited)
         SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot, t.account,
             COALESCE(t.invited, false)
         FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
-        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $33::text[],
-                $34::boolean[])
+        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $32::text[],
+                $33::boolean[])
             AS t(seat, player, token_hash, bot, account, invited) ON t.seat = g.seat
     ), tn AS (
         INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
@@ -88,12 +88,12 @@ const CREATE: &str = "WITH m AS (
             AS t(seat, due_at, bot, remind_at)
     ), e AS (
         INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
-            prev_hash, hash)
+            hash)
         SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last,
-            e.payload::jsonb, e.at, e.prev_hash, e.hash
+            e.payload::json, e.at, e.hash
         FROM m, UNNEST($23::bigint[], $24::text[], $25::smallint[], $26::text[], $27::bigint[],
-            $28::text[], $29::timestamptz[], $30::bytea[], $31::bytea[])
-            AS e(seq, kind, actor, request_id, request_last, payload, at, prev_hash, hash)
+            $28::text[], $29::timestamptz[], $30::bytea[])
+            AS e(seq, kind, actor, request_id, request_last, payload, at, hash)
     )
     SELECT 1";
 

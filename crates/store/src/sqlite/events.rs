@@ -55,7 +55,7 @@ async fn events_between(
     .fetch_all(&mut *conn)
     .await
     .map_err(db)?;
-    rows.into_iter().map(|r| r.into_event(id)).collect()
+    rows.into_iter().map(|r| r.into_event(id, None)).collect()
 }
 
 pub(super) async fn append(
