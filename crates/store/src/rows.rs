@@ -460,6 +460,10 @@ pub(crate) struct HeadRow {
     /// and its request ids are in the archive). SQLite archives nothing.
     #[sqlx(default)]
     pub(crate) archived: bool,
+    /// PostgreSQL: another request of the match holds the request id's index key. SQLite
+    /// indexes the ids themselves.
+    #[sqlx(default)]
+    pub(crate) key_taken: bool,
 }
 
 pub(crate) fn hash32(bytes: &[u8], what: &str) -> Result<[u8; 32], StoreError> {

@@ -137,7 +137,10 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
     let row: Option<HeadRow> = sqlx::query_as(
         "SELECT m.seat_count, COALESCE(last.seq, m.version) AS version,
              COALESCE(last.hash, m.last_hash) AS last_hash,
-             r.seq AS first_seq, r.request_last AS last_seq, m.archived
+             r.seq AS first_seq, r.request_last AS last_seq, m.archived,
+             EXISTS (SELECT 1 FROM events k WHERE k.match_id = m.match_id
+                 AND request_key(k.request_id) = request_key($2)
+                 AND k.request_last IS NOT NULL) AS key_taken
          FROM matches m
          LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
              WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true
@@ -216,6 +219,14 @@ async fn check(
     if head.archived {
         return Err(StoreError::Invalid(format!(
             "match {id} has ended and its log is archived: nothing more can be appended"
+        )));
+    }
+    if let (true, Some(request_id)) = (head.key_taken, request_id) {
+        // Another request id of this match has the same 64-bit key (see the request index's
+        // migration): the index cannot hold both, so this one is refused, not retried.
+        return Err(StoreError::Invalid(format!(
+            "request id {request_id:?} has the index key of another request id of match {id}: \
+             send the action again under a new request id"
         )));
     }
     head.check_seats(update)?;
