@@ -20,14 +20,15 @@
 
 ALTER TABLE events ALTER COLUMN prev_hash DROP NOT NULL;
 
+-- Dropped before the rewrite, which would otherwise rebuild it only to drop it.
+DROP INDEX events_request;
+
 ALTER TABLE events ALTER COLUMN payload TYPE json USING payload::text::json;
 
 -- Immutable and inlined, so the planner matches a query's request_key(...) to the index.
 CREATE FUNCTION request_key(request_id text) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ SELECT ('x' || left(md5(request_id), 16))::bit(64)::bigint $$;
-
-DROP INDEX events_request;
 
 CREATE UNIQUE INDEX events_request ON events (match_id, request_key(request_id))
     WHERE request_last IS NOT NULL;
