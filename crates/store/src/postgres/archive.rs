@@ -13,7 +13,7 @@ use sqlx::PgPool;
 
 use super::{custom_plans, db};
 use crate::archive::{self, Packed, Unpacked};
-use crate::rows::{EventRow, hash32, parse_id, to_i64, unsigned};
+use crate::rows::{EventRow, chained, hash32, parse_id, to_i64, unsigned};
 use crate::{MatchId, StoreError, StoredEvent};
 
 /// An event row with its request's last seq.
@@ -109,20 +109,14 @@ pub(super) async fn archive_finished(
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
-        // Each row chains from the one before it (the first from the genesis hash).
-        let mut prev = Some(crate::GENESIS_HASH);
-        let log = rows
+        let (rows, lasts): (Vec<EventRow>, Vec<Option<i64>>) =
+            rows.into_iter().map(|r| (r.event, r.request_last)).unzip();
+        let lasts = lasts
             .into_iter()
-            .map(|row| {
-                let last = row
-                    .request_last
-                    .map(|l| unsigned(l, "request_last"))
-                    .transpose()?;
-                let event = row.event.into_event(id, prev)?;
-                prev = Some(event.hash);
-                Ok((event, last))
-            })
-            .collect::<Result<Vec<(StoredEvent, Option<u64>)>, StoreError>>()?;
+            .map(|l| l.map(|l| unsigned(l, "request_last")).transpose())
+            .collect::<Result<Vec<Option<u64>>, StoreError>>()?;
+        let log: Vec<(StoredEvent, Option<u64>)> =
+            chained(rows, id, 0)?.into_iter().zip(lasts).collect();
         let packed = match pack_checked(id, &log) {
             Ok(packed) => packed,
             Err(e) => {
