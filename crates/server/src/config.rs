@@ -93,6 +93,12 @@ pub struct StoreConfig {
     /// archives.
     #[arg(long, env = "MISSIVE_ARCHIVE_AFTER_SECS", default_value_t = 3_600)]
     pub archive_after_secs: u64,
+
+    /// PostgreSQL: pack the older events of matches still being played into compressed blocks
+    /// (all but the newest few, once there are 20 since the last block); reads, retries and
+    /// audits answer as before. Swept as often as ended matches are looked for archiving.
+    #[arg(long, env = "MISSIVE_PACK_LIVE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub pack_live: bool,
 }
 
 /// What a request may be and take.
@@ -524,6 +530,14 @@ impl StoreConfig {
     /// How long an ended match waits to be archived; `None`: never.
     pub fn archive_after(&self) -> Option<Duration> {
         (self.archive_after_secs > 0).then(|| Duration::from_secs(self.archive_after_secs))
+    }
+
+    /// How often the archiver looks for ended matches to archive and live ones to pack;
+    /// `None` if it has neither to do.
+    pub fn archiver_poll(&self) -> Option<Duration> {
+        let poll = self.archive_after().unwrap_or(Duration::MAX);
+        (self.archive_after().is_some() || self.pack_live)
+            .then(|| poll.min(Duration::from_secs(60)))
     }
 
     /// The store URL: the database URL if given, else SQLite in the data directory.

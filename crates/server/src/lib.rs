@@ -120,10 +120,14 @@ pub async fn run(
         config.turns.lease(),
         stopped(),
     ));
-    let archiver = config
-        .store
-        .archive_after()
-        .map(|after| tokio::spawn(archiver::run(service.clone(), after, stopped())));
+    let archiver = config.store.archiver_poll().map(|poll| {
+        let work = archiver::Work {
+            poll,
+            archive_after: config.store.archive_after(),
+            pack_live: config.store.pack_live,
+        };
+        tokio::spawn(archiver::run(service.clone(), work, stopped()))
+    });
     let http_task = tokio::spawn(http::serve(config, service, limiter, http, stopped()));
     let servers = async {
         let (g, h, t) = tokio::join!(grpc_task, http_task, turns_task);

@@ -1131,7 +1131,178 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     sizes(url, opts.vacuum_full).await?;
     if opts.archive {
         archive(opts, url, plans, games).await?;
+        pack(opts, url, plans, games).await?;
     }
+    Ok(())
+}
+
+/// Every live (open or active) match packed as the server's archiver does it (one sweep,
+/// [`ARCHIVERS`] sweepers over halves of the id space), timed, with the WAL it wrote; the bytes
+/// per live event, rows and blocks together; then the reads of packed matches timed as above.
+async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> Result<()> {
+    let store = Store::connect(url, StoreOptions::default()).await?;
+    let mut conn = PgConnection::connect(url).await?;
+    let live = |p: &Plan| matches!(p.kind, Kind::Open | Kind::Active);
+    let events: u64 = plans
+        .iter()
+        .filter(|p| live(p))
+        .map(|p| u64::from(p.events))
+        .sum();
+    let (lsn,): (String,) = sqlx::query_as("SELECT pg_current_wal_lsn()::text")
+        .fetch_one(&mut conn)
+        .await?;
+    println!("## Packing every live match");
+    println!();
+    println!("load average before: {}", loadavg());
+    let t0 = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let halves = [None, Some(uuid::Uuid::from_u128(1 << 127))];
+    for (i, from) in halves.into_iter().enumerate() {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let (mut packed, mut after) = (0usize, from);
+            loop {
+                let sweep = store.pack_live(after, 256).await?;
+                packed += sweep.packed as usize;
+                after = sweep.last;
+                let past_half = i == 0 && after.is_some_and(|a| a.as_u128() >= 1 << 127);
+                if sweep.looked_at < 256 || past_half {
+                    return anyhow::Ok(packed);
+                }
+            }
+        });
+    }
+    let mut packed = 0;
+    while let Some(done) = tasks.join_next().await {
+        packed += done??;
+    }
+    let took = t0.elapsed().as_secs_f64();
+    let (wal,): (f64,) =
+        sqlx::query_as("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8")
+            .bind(&lsn)
+            .fetch_one(&mut conn)
+            .await?;
+    let (blocks, in_blocks): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), COALESCE(sum(last_seq - first_seq + 1), 0)::bigint FROM event_blocks",
+    )
+    .fetch_one(&mut conn)
+    .await?;
+    println!(
+        "packed {packed} of {} live matches in {took:.0} s: {blocks} blocks of {in_blocks}          events ({:.1} per block); WAL {:.1} MB, {:.0} bytes per packed event; load average          after: {}",
+        plans.iter().filter(|p| live(p)).count(),
+        in_blocks as f64 / blocks.max(1) as f64,
+        wal / 1e6,
+        wal / in_blocks.max(1) as f64,
+        loadavg()
+    );
+    println!();
+    let vacuum = if opts.vacuum_full {
+        "VACUUM (FULL, ANALYZE) event_blocks, events"
+    } else {
+        "VACUUM (ANALYZE) event_blocks, events"
+    };
+    sqlx::raw_sql(vacuum).execute(&mut conn).await?;
+    let (rows,): (i64,) = sqlx::query_as("SELECT count(*) FROM events")
+        .fetch_one(&mut conn)
+        .await?;
+    println!(
+        "after {vacuum}: {rows} event rows and {in_blocks} packed events, of {events} live events"
+    );
+    println!();
+    println!("| relation | size | bytes per live event |");
+    println!("|---|--:|--:|");
+    let mut total = 0;
+    for table in ["events", "event_blocks"] {
+        for (what, bytes) in relation_bytes(&mut conn, table).await? {
+            if what.starts_with("total") {
+                total += bytes;
+            }
+            println!(
+                "| {table}: {what} | {:.1} MB | {:.1} |",
+                bytes as f64 / 1e6,
+                bytes as f64 / events as f64
+            );
+        }
+    }
+    println!(
+        "| **every live match's events, rows and blocks** | {:.1} MB | **{:.1}** |",
+        total as f64 / 1e6,
+        total as f64 / events as f64
+    );
+    println!();
+
+    // The reads of live matches, now partly packed, as above.
+    let mut rng = ChaCha8Rng::seed_from_u64(0x9ac4);
+    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| loop {
+        let i = rng.next_u64() as usize % plans.len();
+        if f(&plans[i]) {
+            return i;
+        }
+    };
+    let samples = opts.samples;
+    let warm = (samples / 10).max(10);
+    let budget = Duration::from_secs(opts.budget_secs);
+    let mut figures = Vec::new();
+    let long = |p: &Plan| p.kind == Kind::Active && p.events >= 40;
+    let mut times = Vec::new();
+    let mut pace = Pace::new(budget, warm, samples);
+    while let Some(timed) = pace.step() {
+        let p = &plans[pick(&mut rng, &long)];
+        let t0 = Instant::now();
+        let history = store.read_events(p.id, 0, u32::MAX).await?;
+        if timed {
+            times.push(t0.elapsed());
+        }
+        ensure!(history.len() == p.events as usize);
+    }
+    figures.push(figure(
+        "read_events, a packed active match of 40 events or more, whole",
+        times,
+        Some(10.0),
+        "its blocks unpacked, then its rows".to_owned(),
+    ));
+    let mut times = Vec::new();
+    let mut pace = Pace::new(budget, warm, samples);
+    while let Some(timed) = pace.step() {
+        let p = &plans[pick(&mut rng, &long)];
+        let t0 = Instant::now();
+        let page = store.read_events(p.id, u64::from(p.events) - 2, 50).await?;
+        if timed {
+            times.push(t0.elapsed());
+        }
+        ensure!(page.len() == 2);
+    }
+    figures.push(figure(
+        "read_events, the last two events of such a match",
+        times,
+        None,
+        "rows only, as a client catching up reads".to_owned(),
+    ));
+    let mut pace = Pace::new(budget, warm, samples);
+    let (times, folds, _) =
+        time_loads(&store, plans, games, &mut pace, || pick(&mut rng, &long)).await?;
+    figures.push(figure(
+        "load, a packed active match of 40 events or more",
+        times,
+        Some(5.0),
+        "no snapshot: every block unpacked".to_owned(),
+    ));
+    figures.push(figure(
+        "  its fold through the rules engine",
+        folds,
+        None,
+        "setup + replay of every action".to_owned(),
+    ));
+    for k in 0..20 {
+        let p = &plans[pick(&mut rng, &long)];
+        match store.verify_chain(p.id).await? {
+            ChainCheck::Valid { events } if events == u64::from(p.events) => {}
+            other => bail!("packed match {k} ({}): {other:?}", p.id),
+        }
+    }
+    println!("verify_chain: 20 sampled packed matches valid");
+    println!();
+    print_figures(&figures);
     Ok(())
 }
 

@@ -1,5 +1,6 @@
-//! A finished match's log in one value: what [`crate::Store::archive_finished`] writes in place
-//! of the match's event rows, and what reads of an archived match unpack.
+//! A run of a match's log in one value: what [`crate::Store::archive_finished`] writes in place
+//! of an ended match's event rows (the whole log), what [`crate::Store::pack_live`] writes in
+//! place of a live match's older rows (a block of them), and what reads unpack.
 //!
 //! The value is the events without their hashes, one compact JSON object per line, compressed
 //! with DEFLATE:
@@ -10,9 +11,10 @@
 //!
 //! `k` the kind, `a` the actor, `r` the request id and `l` its last seq (on a request's first
 //! event only), `p` the payload, `t` the time in microseconds after the previous event's (after
-//! the Unix epoch for the first); an absent key is `null`. The seqs are the line numbers. The
-//! hashes are not kept: unpacking recomputes the chain from the genesis hash and refuses a log
-//! whose last hash is not the one stored beside it, so a changed archive is detected as surely
+//! the Unix epoch for the first); an absent key is `null`. The seqs are the line numbers, counted
+//! from the seq the run follows. The hashes are not kept: unpacking recomputes the chain from
+//! the hash the run follows (the genesis hash for a whole log) and refuses a run whose last
+//! hash is not the one stored beside it, so a changed archive is detected as surely
 //! as a changed event row, and every event read back carries the hashes it was appended with.
 
 use std::io::{Read, Write};
@@ -39,9 +41,11 @@ struct Line {
     t: i64,
 }
 
-/// A match's log as archived: unpack with [`unpack`].
+/// A run of a match's log as packed: unpack with [`unpack`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Packed {
+    /// The seq the run follows (0 for a whole log) and that event's hash.
+    pub(crate) after: (u64, [u8; 32]),
     /// How many events it holds.
     pub(crate) events: u64,
     /// The last event's hash (the genesis hash for none).
@@ -50,16 +54,29 @@ pub(crate) struct Packed {
     pub(crate) body: Vec<u8>,
 }
 
-/// An archived log, unpacked.
-#[derive(Debug, Clone, PartialEq)]
+/// A packed run (or several runs that follow one another), unpacked.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Unpacked {
-    /// Every event, from seq 1, with its hashes.
+    /// Every event of the run, with its hashes.
     pub(crate) events: Vec<StoredEvent>,
     /// Each request id with the seqs of its first and last events.
     pub(crate) requests: Vec<(String, u64, u64)>,
 }
 
 impl Unpacked {
+    /// The seq and hash of the last event held, if any.
+    pub(crate) fn last(&self) -> Option<(u64, [u8; 32])> {
+        self.events.last().map(|e| (e.seq, e.hash))
+    }
+
+    /// The events after seq `after`, and the seq and hash of the last event held, which the
+    /// events after these chain from.
+    pub(crate) fn after(self, after: u64) -> (Vec<StoredEvent>, Option<(u64, [u8; 32])>) {
+        let last = self.last();
+        let events = self.events.into_iter().filter(|e| e.seq > after).collect();
+        (events, last)
+    }
+
     /// The events of the request `request_id`, if the log holds it.
     pub(crate) fn request(&self, request_id: &str) -> Option<Vec<StoredEvent>> {
         let (_, first, last) = self.requests.iter().find(|(r, _, _)| r == request_id)?;
@@ -74,13 +91,22 @@ impl Unpacked {
 }
 
 /// Packs a whole log, seq 1 to the last, given each request's last seq on its first event.
-/// The log is checked first: gap-free from 1 and chained from the genesis hash, or nothing is
-/// packed (an archive replaces the rows, so it must be able to give them back).
 pub(crate) fn pack(events: &[(StoredEvent, Option<u64>)]) -> Result<Packed, StoreError> {
-    let mut prev = GENESIS_HASH;
+    pack_run((0, GENESIS_HASH), events)
+}
+
+/// Packs a run of a log that follows the event `after` (its seq and hash), given each
+/// request's last seq on its first event. The run is checked first: gap-free from `after` and
+/// chained from its hash, or nothing is packed (the value replaces the rows, so it must be
+/// able to give them back).
+pub(crate) fn pack_run(
+    after: (u64, [u8; 32]),
+    events: &[(StoredEvent, Option<u64>)],
+) -> Result<Packed, StoreError> {
+    let mut prev = after.1;
     let mut prev_at = 0;
     let mut encoder = DeflateEncoder::new(Vec::new(), Compression::best());
-    for (seq, (ev, request_last)) in (1..).zip(events) {
+    for (seq, (ev, request_last)) in (after.0 + 1..).zip(events) {
         if ev.seq != seq || ev.prev_hash != prev {
             return Err(StoreError::Corrupt(format!(
                 "match {}: event {} does not follow event {} in the chain; not archived",
@@ -111,16 +137,25 @@ pub(crate) fn pack(events: &[(StoredEvent, Option<u64>)]) -> Result<Packed, Stor
         .finish()
         .map_err(|e| StoreError::Internal(format!("compressing an archive: {e}")))?;
     Ok(Packed {
+        after,
         events: events.len() as u64,
         last_hash: prev,
         body,
     })
 }
 
-/// Unpacks the log of match `id`, recomputing its hash chain; [`StoreError::Corrupt`] if it
-/// does not end at `packed.last_hash` after `packed.events` events.
+/// Unpacks a run of the log of match `id`, recomputing its hash chain from `packed.after`;
+/// [`StoreError::Corrupt`] if it does not end at `packed.last_hash` after `packed.events`
+/// events.
 pub(crate) fn unpack(id: MatchId, packed: &Packed) -> Result<Unpacked, StoreError> {
-    let corrupt = |what: String| StoreError::Corrupt(format!("the archive of match {id}: {what}"));
+    let (after, prev) = packed.after;
+    let corrupt = |what: String| {
+        StoreError::Corrupt(format!(
+            "the packed events {}..={} of match {id}: {what}",
+            after + 1,
+            after + packed.events
+        ))
+    };
     let mut text = String::new();
     DeflateDecoder::new(packed.body.as_slice())
         .read_to_string(&mut text)
@@ -128,7 +163,7 @@ pub(crate) fn unpack(id: MatchId, packed: &Packed) -> Result<Unpacked, StoreErro
     let mut new = Vec::new();
     let mut requests = Vec::new();
     let mut at = 0i64;
-    for (seq, text) in (1u64..).zip(text.lines()) {
+    for (seq, text) in (after + 1..).zip(text.lines()) {
         let line: Line = serde_json::from_str(text)
             .map_err(|e| corrupt(format!("event {seq} is not readable: {e}")))?;
         at = at
@@ -154,8 +189,8 @@ pub(crate) fn unpack(id: MatchId, packed: &Packed) -> Result<Unpacked, StoreErro
             packed.events
         )));
     }
-    let events = crate::chain(id, 0, &GENESIS_HASH, new);
-    let last = events.last().map_or(GENESIS_HASH, |e| e.hash);
+    let events = crate::chain(id, after, &prev, new);
+    let last = events.last().map_or(prev, |e| e.hash);
     if last != packed.last_hash {
         return Err(corrupt(
             "its events do not hash to the last hash stored with it".into(),
@@ -221,6 +256,35 @@ mod tests {
         );
         assert_eq!(unpacked.request("join-1").unwrap(), events[2..4].to_vec());
         assert_eq!(unpacked.request("nope"), None);
+    }
+
+    #[test]
+    fn a_run_from_the_middle_unpacks_from_the_hash_it_follows() {
+        let id = MatchId::new_v4();
+        let log = log(id);
+        let after = (log[1].0.seq, log[1].0.hash);
+        let packed = pack_run(after, &log[2..]).unwrap();
+        assert_eq!((packed.after, packed.events), (after, 3));
+        let unpacked = unpack(id, &packed).unwrap();
+        let events: Vec<StoredEvent> = log[2..].iter().map(|(e, _)| e.clone()).collect();
+        assert_eq!(unpacked.events, events);
+        assert_eq!(
+            unpacked.requests,
+            vec![("join-1".to_owned(), 3, 4), ("act-1".to_owned(), 5, 5)]
+        );
+        // Not from the hash or the seq the run follows: not packed, and not unpacked.
+        assert!(pack_run((1, log[0].0.hash), &log[2..]).is_err());
+        assert!(pack_run((2, log[0].0.hash), &log[2..]).is_err());
+        let moved = Packed {
+            after: (2, log[0].0.hash),
+            ..packed.clone()
+        };
+        assert!(unpack(id, &moved).is_err());
+        let shifted = Packed {
+            after: (1, log[1].0.hash),
+            ..packed
+        };
+        assert!(unpack(id, &shifted).is_err());
     }
 
     #[test]

@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, GroupCommit, Listener, Loaded,
-    MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PlayerFilter, Reminder,
-    Snapshot, StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
+    MatchFilter, MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PackSweep, PlayerFilter,
+    Reminder, Snapshot, StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
 };
 
 /// What a backend operation answers.
@@ -155,6 +155,18 @@ pub(crate) trait Backend {
     ) -> impl Future<Output = Answer<u32>> + Send {
         let _ = (ended_before, limit);
         async { Ok(0) }
+    }
+
+    /// Packs the older event rows of the live matches among up to `limit` after `after`, in id
+    /// order, into blocks. A backend that keeps every event as a row packs nothing and looks
+    /// at no match.
+    fn pack_live(
+        &self,
+        after: Option<MatchId>,
+        limit: u32,
+    ) -> impl Future<Output = Answer<PackSweep>> + Send {
+        let _ = (after, limit);
+        async { Ok(PackSweep::default()) }
     }
 
     /// The group commit's counts, where appends are written in groups.

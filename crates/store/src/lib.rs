@@ -21,7 +21,13 @@
 //!   truth, snapshots only a cache.
 //! - An archived match ([`Store::archive_finished`], PostgreSQL) reads, retries and verifies
 //!   exactly as its rows did: the archive is unpacked with its chain recomputed and refused
-//!   ([`StoreError::Corrupt`]) unless it ends at the hash stored with it.
+//!   ([`StoreError::Corrupt`]) unless it ends at the hash stored with it. So does a live match
+//!   whose older events are packed into blocks ([`Store::pack_live`], PostgreSQL), with one
+//!   limit: a packed request id is no longer in the database's request index, so an append
+//!   that reuses it is answered with the original by every store that checks the append
+//!   against the database (no cached head, or a lost race), and [`Loaded::requests`] lists it,
+//!   but a store whose cached head is current writes what it is given: its caller checks
+//!   request ids first, as the server does against every id its cached match holds.
 //! - Pending turns (turn deadlines and bot turns, [`MatchUpdate::turns`]) are written by the
 //!   same statement (PostgreSQL) or transaction (SQLite) as the events that make their seats
 //!   awaited, so a committed event never lacks its deadline. [`Store::claim_turns`] leases due
@@ -383,6 +389,17 @@ pub struct TurnRecord {
     pub bot: Option<String>,
     /// Set while a server has claimed the turn; after it, another server may claim it again.
     pub lease_until: Option<DateTime<Utc>>,
+}
+
+/// What one call of [`Store::pack_live`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackSweep {
+    /// Live matches looked at: fewer than the limit asked for means the sweep reached the end.
+    pub looked_at: u32,
+    /// Matches that had a block packed.
+    pub packed: u32,
+    /// The last match looked at: where the next call goes on from.
+    pub last: Option<MatchId>,
 }
 
 /// The result of [`Store::append`].
@@ -922,6 +939,22 @@ impl Store {
         limit: u32,
     ) -> Result<u32, StoreError> {
         timed!(self, "archive_finished", b => b.archive_finished(ended_before, limit).await)
+    }
+
+    /// Packs the older events of live (open or active) matches into blocks, looking at up to
+    /// `limit` of them after `after` in id order; a caller sweeps every live match by passing
+    /// each answer's [`PackSweep::last`] to the next call until fewer than `limit` were looked
+    /// at. On PostgreSQL a match with at least 20 event rows since its last block (16 and the 4
+    /// newest, which stay rows) has those older rows replaced, in one transaction, by one
+    /// compressed block (the format in `archive.rs`), ending where a request ends; reads,
+    /// retries, loads and [`Store::verify_chain`] answer exactly as before. SQLite packs
+    /// nothing. Concurrent callers never pack one match at once.
+    pub async fn pack_live(
+        &self,
+        after: Option<MatchId>,
+        limit: u32,
+    ) -> Result<PackSweep, StoreError> {
+        timed!(self, "pack_live", b => b.pack_live(after, limit).await)
     }
 
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.

@@ -464,6 +464,10 @@ pub(crate) struct HeadRow {
     /// indexes the ids themselves.
     #[sqlx(default)]
     pub(crate) key_taken: bool,
+    /// PostgreSQL: some of the match's older events are packed into blocks, whose request ids
+    /// are not in the request index. SQLite packs nothing.
+    #[sqlx(default)]
+    pub(crate) packed: bool,
 }
 
 pub(crate) fn hash32(bytes: &[u8], what: &str) -> Result<[u8; 32], StoreError> {
@@ -540,7 +544,18 @@ pub(crate) fn chained(
     match_id: MatchId,
     after: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let mut before = (after == 0).then_some((0, crate::GENESIS_HASH));
+    chained_from(rows, match_id, after, None)
+}
+
+/// [`chained`], where the event before the first row may be no row: `before` is its seq and
+/// hash (the last event of a packed block, PostgreSQL), used if the rows follow it.
+pub(crate) fn chained_from(
+    rows: Vec<EventRow>,
+    match_id: MatchId,
+    after: u64,
+    before: Option<(u64, [u8; 32])>,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut before = before.or((after == 0).then_some((0, crate::GENESIS_HASH)));
     let mut events = Vec::with_capacity(rows.len());
     for row in rows {
         let seq = unsigned(row.seq, "seq")?;

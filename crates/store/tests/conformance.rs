@@ -2695,3 +2695,281 @@ async fn concurrent_archivers_archive_each_match_once() -> Result<()> {
     h.finish().await?;
     result
 }
+
+/// Appends single-event requests `req-{from}..=req-{to}` to a match at version `from - 1`.
+async fn act_through(store: &Store, id: MatchId, from: u64, to: u64) -> Result<()> {
+    for n in from..=to {
+        let event = action((n % 2) as u8, &format!("req-{n}"), n as i64);
+        store
+            .append(id, n - 1, vec![event], MatchUpdate::default())
+            .await?;
+    }
+    Ok(())
+}
+
+/// Event rows and packed blocks of a match.
+async fn rows_and_blocks(db: &mut sqlx::PgConnection, id: MatchId) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT (SELECT count(*) FROM events WHERE match_id = $1::uuid),
+            (SELECT count(*) FROM event_blocks WHERE match_id = $1::uuid)",
+    )
+    .bind(id.to_string())
+    .fetch_one(db)
+    .await?)
+}
+
+/// Every page of the log, from every `after`, at a few sizes.
+async fn every_page(
+    store: &Store,
+    id: MatchId,
+    len: u64,
+) -> Result<Vec<Vec<missive_store::StoredEvent>>> {
+    let mut pages = Vec::new();
+    for after in 0..=len + 1 {
+        for limit in [1, 3, 1000] {
+            pages.push(store.read_events(id, after, limit).await?);
+        }
+    }
+    Ok(pages)
+}
+
+/// Packing (PostgreSQL): a live match's older event rows become compressed blocks, never
+/// splitting a request, and every read, load, retry, append, audit and archive answers exactly
+/// as it did from the rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packed_live_match_answers_reads_retries_loads_and_audits_as_before() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        // 1 created, 2-3 one request, 4-40 single ones, 41-43 one request, 44-45 single ones.
+        let two = vec![
+            action(0, "req-2", 2),
+            NewEvent {
+                kind: "turn".into(),
+                actor: None,
+                request_id: Some("req-2".into()),
+                payload: json!({"next": 1, "note": "ünïcode ✓"}),
+                at: at(3),
+            },
+        ];
+        h.store
+            .append(m.id, 1, two.clone(), MatchUpdate::default())
+            .await?;
+        act_through(&h.store, m.id, 4, 40).await?;
+        let three: Vec<NewEvent> = (41..=43).map(|n| action(1, "req-41", n)).collect();
+        h.store
+            .append(m.id, 40, three.clone(), MatchUpdate::default())
+            .await?;
+        act_through(&h.store, m.id, 44, 45).await?;
+        let snapshot = Snapshot {
+            seq: 30,
+            rules_version: 1,
+            state: json!({"at": 30}),
+        };
+        h.store.put_snapshot(m.id, &snapshot).await?;
+        // A match with too few rows to pack, and one that ended (archiving's, not packing's).
+        let short = new_match(2);
+        h.store.create_match(short.clone(), vec![created()]).await?;
+        act_through(&h.store, short.id, 2, 19).await?;
+
+        let events = h.store.read_events(m.id, 0, 1000).await?;
+        assert_eq!(events.len(), 45);
+        let pages = every_page(&h.store, m.id, 45).await?;
+        // Loads with the snapshot (rules version 1) and without (2).
+        let loaded = [h.store.load(m.id, 1).await?, h.store.load(m.id, 2).await?];
+        assert_eq!(loaded[0].snapshot.as_ref().map(|s| s.seq), Some(30));
+
+        let sweep = h.store.pack_live(None, 100).await?;
+        assert_eq!((sweep.looked_at, sweep.packed), (2, 1), "{sweep:?}");
+        let again = h.store.pack_live(None, 100).await?;
+        assert_eq!(again.packed, 0, "nothing more to pack: {again:?}");
+        let mut db = sqlx::PgConnection::connect(&h.url).await?;
+        // The block ends before the three-event request, not inside it.
+        assert_eq!(rows_and_blocks(&mut db, m.id).await?, (5, 1));
+        let (first, last): (i64, i64) = sqlx::query_as(
+            "SELECT first_seq, last_seq FROM event_blocks WHERE match_id = $1::uuid",
+        )
+        .bind(m.id.to_string())
+        .fetch_one(&mut db)
+        .await?;
+        assert_eq!((first, last), (1, 40));
+        assert_eq!(rows_and_blocks(&mut db, short.id).await?, (19, 0));
+
+        let cold = Store::connect(&h.url, options()).await?;
+        for store in [&h.store, &cold] {
+            assert_eq!(every_page(store, m.id, 45).await?, pages);
+            for (before, rules) in loaded.iter().zip([1, 2]) {
+                let after = store.load(m.id, rules).await?;
+                assert_eq!(after.record, before.record);
+                assert_eq!(after.snapshot, before.snapshot);
+                assert_eq!(after.events, before.events);
+                let sorted = |mut r: Vec<(String, u64)>| {
+                    r.sort();
+                    r
+                };
+                assert_eq!(sorted(after.requests), sorted(before.requests.clone()));
+            }
+            assert_eq!(
+                store.verify_chain(m.id).await?,
+                ChainCheck::Valid { events: 45 }
+            );
+            // Retries of packed requests, and of a request still in rows, find their originals.
+            for (expected, batch, original) in [
+                (1, two.clone(), &events[1..3]),
+                (20, vec![action(0, "req-21", 21)], &events[20..21]),
+                (40, three.clone(), &events[40..43]),
+            ] {
+                let retry = store
+                    .append(m.id, expected, batch, MatchUpdate::default())
+                    .await?;
+                assert!(retry.duplicate);
+                assert_eq!(retry.events, original);
+            }
+        }
+        // A store that has not cached the head checks a packed request id even at the current
+        // version: the original, not a second copy.
+        let fresh = Store::connect(&h.url, options()).await?;
+        let reused = fresh
+            .append(
+                m.id,
+                45,
+                vec![action(0, "req-7", 99)],
+                MatchUpdate::default(),
+            )
+            .await?;
+        assert!(reused.duplicate);
+        assert_eq!(reused.events, &events[6..7]);
+
+        // Play goes on, from either store; a second block follows the first.
+        act_through(&h.store, m.id, 46, 50).await?;
+        act_through(&cold, m.id, 51, 70).await?;
+        let sweep = h.store.pack_live(None, 1).await?;
+        let sweep = h.store.pack_live(sweep.last, 1).await?;
+        let end = h.store.pack_live(sweep.last, 1).await?;
+        assert_eq!(end.looked_at, 0, "the sweep ends");
+        assert_eq!(rows_and_blocks(&mut db, m.id).await?, (4, 2));
+        let events = h.store.read_events(m.id, 0, 1000).await?;
+        assert_eq!(events.len(), 70);
+        let pages = every_page(&h.store, m.id, 70).await?;
+        let cold = Store::connect(&h.url, options()).await?;
+        assert_eq!(every_page(&cold, m.id, 70).await?, pages);
+        assert_eq!(
+            cold.verify_chain(m.id).await?,
+            ChainCheck::Valid { events: 70 }
+        );
+        let fresh_load = cold.load(m.id, 2).await?;
+        assert_eq!(fresh_load.events, events);
+
+        // Archiving takes the blocks with the rows.
+        let finish = MatchUpdate {
+            status: Some(MatchStatus::Finished),
+            ..MatchUpdate::default()
+        };
+        h.store
+            .append(m.id, 70, vec![action(0, "req-end", 71)], finish)
+            .await?;
+        let events = h.store.read_events(m.id, 0, 1000).await?;
+        let cutoff = Utc::now() + chrono::Duration::days(3650);
+        assert_eq!(h.store.archive_finished(cutoff, 10).await?, 1);
+        assert_eq!(rows_and_blocks(&mut db, m.id).await?, (0, 0));
+        let cold = Store::connect(&h.url, options()).await?;
+        assert_eq!(cold.read_events(m.id, 0, 1000).await?, events);
+        assert_eq!(
+            cold.verify_chain(m.id).await?,
+            ChainCheck::Valid { events: 71 }
+        );
+        let retry = cold
+            .append(m.id, 1, two.clone(), MatchUpdate::default())
+            .await?;
+        assert_eq!(retry.events, &events[1..3]);
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}
+
+/// A changed block is refused, not served; and replicas packing at once never pack one match
+/// twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn packing_refuses_changed_blocks_and_concurrent_packers_pack_each_match_once() -> Result<()>
+{
+    let h = Harness::postgres().await?;
+    let result = async {
+        let mut ids = Vec::new();
+        for _ in 0..12 {
+            let m = new_match(2);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            act_through(&h.store, m.id, 2, 30).await?;
+            ids.push(m.id);
+        }
+        let mut logs = Vec::new();
+        for id in &ids {
+            logs.push(h.store.read_events(*id, 0, 1000).await?);
+        }
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..4 {
+            let store = Store::connect(&h.url, options()).await?;
+            tasks.spawn(async move {
+                let (mut packed, mut after) = (0, None);
+                loop {
+                    let sweep = store.pack_live(after, 5).await?;
+                    packed += sweep.packed;
+                    after = sweep.last;
+                    if sweep.looked_at < 5 {
+                        return anyhow::Ok(packed);
+                    }
+                }
+            });
+        }
+        let mut packed = 0;
+        while let Some(done) = tasks.join_next().await {
+            packed += done??;
+        }
+        // Each match packed once (a packer that found it locked or done skipped it).
+        assert_eq!(packed, 12);
+        let mut db = sqlx::PgConnection::connect(&h.url).await?;
+        let cold = Store::connect(&h.url, options()).await?;
+        for (id, log) in ids.iter().zip(&logs) {
+            assert_eq!(rows_and_blocks(&mut db, *id).await?, (4, 1));
+            assert_eq!(&cold.read_events(*id, 0, 1000).await?, log);
+            assert_eq!(&cold.read_events(*id, 10, 3).await?, &log[10..13]);
+        }
+
+        sqlx::query(
+            "UPDATE event_blocks SET body = set_byte(body, length(body) / 2,
+                get_byte(body, length(body) / 2) # 1) WHERE match_id = $1::uuid",
+        )
+        .bind(ids[0].to_string())
+        .execute(&mut db)
+        .await?;
+        for read in [
+            cold.read_events(ids[0], 0, 1000).await,
+            cold.read_events(ids[0], 5, 2).await,
+            cold.load(ids[0], 1).await.map(|l| l.events),
+        ] {
+            assert!(matches!(read, Err(StoreError::Corrupt(_))), "{read:?}");
+        }
+        assert!(!matches!(
+            cold.verify_chain(ids[0]).await,
+            Ok(ChainCheck::Valid { .. })
+        ));
+        // Nor is a block moved to another place in the log.
+        sqlx::query(
+            "UPDATE event_blocks SET first_seq = first_seq + 1, last_seq = last_seq + 1
+             WHERE match_id = $1::uuid",
+        )
+        .bind(ids[1].to_string())
+        .execute(&mut db)
+        .await?;
+        let moved = cold.read_events(ids[1], 0, 1000).await;
+        assert!(matches!(moved, Err(StoreError::Corrupt(_))), "{moved:?}");
+        // The other matches read as before.
+        assert_eq!(cold.read_events(ids[2], 0, 1000).await?, logs[2]);
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}

@@ -216,6 +216,30 @@ const ARCHIVE_AT_ONCE: Options = Options {
     env: &[("MISSIVE_ARCHIVE_AFTER_SECS", "1")],
 };
 
+/// Waits up to 30 s for the archiver, which looks every second, to make `sql` (a boolean about
+/// the match `$1`) true; the connection it asked on.
+async fn wait_for_archiver(app: &TestApp, id: &str, what: &str, sql: &str) -> sqlx::PgConnection {
+    let mut db = sqlx::PgConnection::connect(app.database_url())
+        .await
+        .expect("the test database");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (done,): (bool,) = sqlx::query_as(sql)
+            .bind(id)
+            .fetch_one(&mut db)
+            .await
+            .expect("the match's rows");
+        if done {
+            return db;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the match was not {what} in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// A match played to its end is archived by the server (its event rows become one compressed
 /// row); after a restart, its history, audit log and views are what they were, and its first
 /// and last acts, sent again, are duplicates with their original versions.
@@ -236,29 +260,19 @@ async fn an_archived_match_answers_and_dedupes_as_before_on_postgres() {
     let (last_token, last_body, last_answer) = last.expect("more than one act");
     let before = reads(&app, &id, &tokens).await;
     // The archiver runs every second; wait for it.
-    let mut db = sqlx::PgConnection::connect(app.database_url())
-        .await
-        .expect("the test database");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (archived, rows): (bool, i64) = sqlx::query_as(
-            "SELECT archived, (SELECT count(*) FROM events WHERE match_id = $1::uuid)
-             FROM matches WHERE match_id = $1::uuid",
-        )
+    let mut db = wait_for_archiver(
+        &app,
+        &id,
+        "archived",
+        "SELECT archived FROM matches WHERE match_id = $1::uuid",
+    )
+    .await;
+    let (rows,): (i64,) = sqlx::query_as("SELECT count(*) FROM events WHERE match_id = $1::uuid")
         .bind(&id)
         .fetch_one(&mut db)
         .await
-        .expect("the match row");
-        if archived {
-            assert_eq!(rows, 0, "an archived match keeps no event rows");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the match was not archived in 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        .expect("the rows");
+    assert_eq!(rows, 0, "an archived match keeps no event rows");
     // Served from the archive, by a server that has not cached the match.
     app.restart_after(Duration::ZERO).await;
     assert_eq!(reads(&app, &id, &tokens).await, before);
@@ -271,6 +285,60 @@ async fn an_archived_match_answers_and_dedupes_as_before_on_postgres() {
         assert_eq!(again["duplicate"], true, "{again}");
         assert_eq!(version(&again), original);
     }
+}
+
+/// A match still being played has its older events packed into a block by the server (which
+/// also sweeps live matches when it looks for matches to archive); after a restart, its
+/// history, audit log and views are what they were, its first act sent again is a duplicate
+/// with its original version, and play goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packed_live_match_answers_and_dedupes_as_before_on_postgres() {
+    let mut app = spawn_app_with(Backend::Postgres, ARCHIVE_AT_ONCE).await;
+    // A match of 30 events or more, still being played (Love Letter rarely ends sooner; if one
+    // does, another is started).
+    let mut long = None;
+    for _ in 0..5 {
+        let (id, tokens) = started(&app).await;
+        let (token, first, answer) = play(&app, &id, &tokens, "act-first").await.expect("a move");
+        let mut n = 0;
+        while let Some((_, _, now)) = play(&app, &id, &tokens, &format!("act-{n}")).await {
+            n += 1;
+            if version(&now) >= 30 {
+                long = Some((
+                    id.clone(),
+                    tokens.clone(),
+                    token.clone(),
+                    first.clone(),
+                    answer.clone(),
+                ));
+                break;
+            }
+        }
+        if long.is_some() {
+            break;
+        }
+    }
+    let (id, tokens, first_token, first, first_answer) = long.expect("a match of 30 events");
+    let before = reads(&app, &id, &tokens).await;
+    wait_for_archiver(
+        &app,
+        &id,
+        "packed",
+        "SELECT EXISTS (SELECT 1 FROM event_blocks WHERE match_id = $1::uuid)",
+    )
+    .await;
+    // Served from the block and the rows, by a server that has not cached the match.
+    app.restart_after(Duration::ZERO).await;
+    assert_eq!(reads(&app, &id, &tokens).await, before);
+    let path = format!("/v1/matches/{id}/act");
+    let (status, again) = post(&app, &path, Some(&first_token), &first).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert_eq!(version(&again), version(&first_answer));
+    let (_, _, next) = play(&app, &id, &tokens, "act-after-packing")
+        .await
+        .expect("the match goes on");
+    assert_ne!(next["duplicate"], true, "{next}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

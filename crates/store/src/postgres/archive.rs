@@ -9,19 +9,20 @@
 //! replicas archiving at once take disjoint matches.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
+use super::events::EVENT_COLUMNS;
 use super::{custom_plans, db};
 use crate::archive::{self, Packed, Unpacked};
-use crate::rows::{EventRow, chained, hash32, parse_id, to_i64, unsigned};
+use crate::rows::{EventRow, chained_from, hash32, parse_id, to_i64, unsigned};
 use crate::{MatchId, StoreError, StoredEvent};
 
 /// An event row with its request's last seq.
 #[derive(Debug, sqlx::FromRow)]
-struct LogRow {
+pub(super) struct LogRow {
     #[sqlx(flatten)]
-    event: EventRow,
-    request_last: Option<i64>,
+    pub(super) event: EventRow,
+    pub(super) request_last: Option<i64>,
 }
 
 /// An `archives` row, or the nulls of a match without one.
@@ -38,6 +39,7 @@ impl ArchiveRow {
         let (events, last_hash, body) = (self.events?, self.last_hash?, self.body?);
         let packed = || {
             Ok(Packed {
+                after: (0, crate::GENESIS_HASH),
                 events: unsigned(events, "archived event count")?,
                 last_hash: hash32(&last_hash, "archived last_hash")?,
                 body,
@@ -100,23 +102,14 @@ pub(super) async fn archive_finished(
     let mut archived = 0;
     for (id,) in ids {
         let id = parse_id(&id)?;
-        let rows: Vec<LogRow> = sqlx::query_as(
-            "SELECT seq, kind, actor, request_id, request_last, payload::text AS payload, at,
-                prev_hash, hash
-             FROM events WHERE match_id = $1::uuid ORDER BY seq",
-        )
-        .bind(id.to_string())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-        let (rows, lasts): (Vec<EventRow>, Vec<Option<i64>>) =
-            rows.into_iter().map(|r| (r.event, r.request_last)).unzip();
-        let lasts = lasts
-            .into_iter()
-            .map(|l| l.map(|l| unsigned(l, "request_last")).transpose())
-            .collect::<Result<Vec<Option<u64>>, StoreError>>()?;
-        let log: Vec<(StoredEvent, Option<u64>)> =
-            chained(rows, id, 0)?.into_iter().zip(lasts).collect();
+        let log = match whole_log(&mut tx, id).await {
+            Ok(log) => log,
+            Err(e @ StoreError::Corrupt(_)) => {
+                tracing::error!(match_id = %id, error = %e, "a match's log cannot be archived");
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let packed = match pack_checked(id, &log) {
             Ok(packed) => packed,
             Err(e) => {
@@ -133,6 +126,8 @@ pub(super) async fn archive_finished(
                 VALUES ($1::uuid, $2, $3, $4)
             ), e AS (
                 DELETE FROM events WHERE match_id = $1::uuid AND seq <= $2
+            ), b AS (
+                DELETE FROM event_blocks WHERE match_id = $1::uuid AND last_seq <= $2
             ), s AS (
                 DELETE FROM snapshots WHERE match_id = $1::uuid
             )
@@ -152,6 +147,46 @@ pub(super) async fn archive_finished(
     }
     tx.commit().await.map_err(db)?;
     Ok(archived)
+}
+
+/// Every event of match `id`, from its packed blocks and its rows, each with its request's last
+/// seq on the request's first event.
+async fn whole_log(
+    conn: &mut PgConnection,
+    id: MatchId,
+) -> Result<Vec<(StoredEvent, Option<u64>)>, StoreError> {
+    let blocks = super::blocks::read(&mut *conn, id, 0).await?;
+    let before = blocks.last();
+    let rows: Vec<LogRow> = sqlx::query_as(&format!(
+        "SELECT {EVENT_COLUMNS}, request_last FROM events
+         WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
+    ))
+    .bind(id.to_string())
+    .bind(to_i64(before.map_or(0, |(seq, _)| seq))?)
+    .fetch_all(conn)
+    .await
+    .map_err(db)?;
+    let (rows, lasts): (Vec<EventRow>, Vec<Option<i64>>) =
+        rows.into_iter().map(|r| (r.event, r.request_last)).unzip();
+    let lasts = lasts
+        .into_iter()
+        .map(|l| l.map(|l| unsigned(l, "request_last")).transpose())
+        .collect::<Result<Vec<Option<u64>>, StoreError>>()?;
+    let block_lasts = blocks.events.iter().map(|e| {
+        blocks
+            .requests
+            .iter()
+            .find(|(_, first, _)| *first == e.seq)
+            .map(|(_, _, last)| *last)
+    });
+    let block_lasts: Vec<Option<u64>> = block_lasts.collect();
+    let rows = chained_from(rows, id, before.map_or(0, |(seq, _)| seq), before)?;
+    Ok(blocks
+        .events
+        .into_iter()
+        .zip(block_lasts)
+        .chain(rows.into_iter().zip(lasts))
+        .collect())
 }
 
 /// Packs `log` and unpacks it again: the rows are deleted only if the archive gives back

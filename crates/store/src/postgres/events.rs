@@ -23,7 +23,7 @@ use crate::{
     canonical_json, chain,
 };
 
-const EVENT_COLUMNS: &str =
+pub(super) const EVENT_COLUMNS: &str =
     "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
 
 /// Events to insert with one `UNNEST`, one array per column (here and in [`super::batch`]):
@@ -140,7 +140,8 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
              r.seq AS first_seq, r.request_last AS last_seq, m.archived,
              EXISTS (SELECT 1 FROM events k WHERE k.match_id = m.match_id
                  AND request_key(k.request_id) = request_key($2)
-                 AND k.request_last IS NOT NULL) AS key_taken
+                 AND k.request_last IS NOT NULL) AS key_taken,
+             EXISTS (SELECT 1 FROM event_blocks b WHERE b.match_id = m.match_id) AS packed
          FROM matches m
          LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
              WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true
@@ -157,24 +158,16 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
     row.ok_or(StoreError::NotFound(id))
 }
 
+/// The events `first..=last` of match `id`, wherever they are stored.
 async fn events_between(
     pool: &PgPool,
     id: MatchId,
     first: u64,
     last: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    // From the event before the first, whose hash the first chains from.
-    let before = first.saturating_sub(1);
-    let rows: Vec<EventRow> = sqlx::query_as(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq BETWEEN $2 AND $3 ORDER BY seq"
-    ))
-    .bind(id.to_string())
-    .bind(to_i64(before)?)
-    .bind(to_i64(last)?)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    chained(rows, id, before)
+    let count = u32::try_from(last + 1 - first)
+        .map_err(|_| StoreError::Internal(format!("a request of {} events", last + 1 - first)))?;
+    read(pool, id, first.saturating_sub(1), count).await
 }
 
 /// What the database says about an append before (or after) the append statement.
@@ -202,6 +195,20 @@ async fn check(
             duplicate: true,
             webhooks_queued: false,
         }));
+    }
+    if let (true, Some(request_id)) = (head.packed, request_id) {
+        // A retry of a request packed into a block: the index no longer holds its id.
+        let mut conn = pool.acquire().await.map_err(db)?;
+        if let Some(events) = super::blocks::read(&mut conn, id, 0)
+            .await?
+            .request(request_id)
+        {
+            return Ok(Checked::Duplicate(Appended {
+                events,
+                duplicate: true,
+                webhooks_queued: false,
+            }));
+        }
     }
     if let (true, Some(request_id)) = (head.archived, request_id) {
         // A retry that comes after the match was archived: its events are in the archive.
@@ -550,17 +557,51 @@ pub(super) async fn read(
         .map_err(db)?;
     if rows.is_empty() {
         // No events yet, no such match, or an archived match.
-        let archived = super::archive::read_if_exists(pool, id)
-            .await?
-            .ok_or(StoreError::NotFound(id))?;
-        if let Some(archived) = archived {
-            let page = archived.events.into_iter().filter(|e| e.seq > after);
-            return Ok(page.take(limit as usize).collect());
+        return read_archived(pool, id, after, limit).await;
+    }
+    if !follows(&rows, after) {
+        // The events from `after` begin in the match's packed blocks: read them and the rows
+        // again as one snapshot of the database left them.
+        let mut tx = pool
+            .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await
+            .map_err(db)?;
+        let events = super::blocks::read_events(&mut tx, id, after, Some(limit)).await?;
+        tx.commit().await.map_err(db)?;
+        if events.is_empty() {
+            // Archived since the first read.
+            return read_archived(pool, id, after, limit).await;
         }
+        return Ok(events);
     }
     let mut events = chained(rows, id, after)?;
     events.truncate(limit as usize);
     Ok(events)
+}
+
+/// Whether `rows`, read from seq `after`, begin where the events after `after` do: with the
+/// row at `after` itself, or at seq 1 for the whole log. Otherwise they begin after a packed
+/// block.
+fn follows(rows: &[EventRow], after: u64) -> bool {
+    rows.first()
+        .is_some_and(|row| u64::try_from(row.seq) == Ok(after.max(1)))
+}
+
+/// A page of a match without event rows after `after`: of its archive if it is archived,
+/// empty if it has no such events, [`StoreError::NotFound`] if there is no such match.
+async fn read_archived(
+    pool: &PgPool,
+    id: MatchId,
+    after: u64,
+    limit: u32,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    let archived = super::archive::read_if_exists(pool, id)
+        .await?
+        .ok_or(StoreError::NotFound(id))?;
+    Ok(archived.map_or_else(Vec::new, |archived| {
+        let page = archived.events.into_iter().filter(|e| e.seq > after);
+        page.take(limit as usize).collect()
+    }))
 }
 
 pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
@@ -604,8 +645,16 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
+    // Packed blocks, if the rows begin after one, or for the request ids the snapshot folded
+    // in (a block's are not in the request index).
+    let packed = !rows.is_empty() && !follows(&rows, after);
+    let blocks = if packed || after > 0 {
+        super::blocks::read(&mut tx, id, 0).await?
+    } else {
+        crate::archive::Unpacked::default()
+    };
     // The request ids the snapshot folded in, through the request index.
-    let requests: Vec<(String, i64)> = if after > 0 {
+    let mut requests: Vec<(String, i64)> = if after > 0 {
         sqlx::query_as(
             "SELECT request_id, seq FROM events
              WHERE match_id = $1::uuid AND request_last IS NOT NULL AND seq <= $2",
@@ -619,7 +668,18 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
         Vec::new()
     };
     tx.commit().await.map_err(db)?;
-    let events = chained(rows, id, after)?;
+    for (request_id, first, _) in &blocks.requests {
+        if *first <= after {
+            requests.push((request_id.clone(), to_i64(*first)?));
+        }
+    }
+    let (mut events, before) = blocks.after(after);
+    events.extend(crate::rows::chained_from(
+        rows,
+        id,
+        after,
+        before.filter(|(seq, _)| *seq >= after),
+    )?);
     if let Some(last) = events.last().filter(|e| e.seq == record.version) {
         pg.heads.put(id, last.seq, last.hash);
     }

@@ -25,6 +25,7 @@
 
 mod archive;
 mod batch;
+mod blocks;
 pub(crate) mod events;
 pub(crate) mod matches;
 pub(crate) mod notify;
@@ -41,8 +42,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use crate::backend::{Answer, Backend};
 use crate::{
     Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Listener, Loaded, MatchFilter,
-    MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PlayerFilter, Reminder, Snapshot,
-    StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
+    MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PackSweep, PlayerFilter, Reminder,
+    Snapshot, StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
 };
 pub use batch::GroupCommit;
 
@@ -310,6 +311,10 @@ impl Backend for Pg {
 
     async fn archive_finished(&self, ended_before: DateTime<Utc>, limit: u32) -> Answer<u32> {
         archive::archive_finished(&self.pool, ended_before, limit).await
+    }
+
+    async fn pack_live(&self, after: Option<MatchId>, limit: u32) -> Answer<PackSweep> {
+        blocks::pack_live(&self.pool, after, limit).await
     }
 
     fn group_commit(&self) -> Option<GroupCommit> {
