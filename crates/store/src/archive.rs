@@ -144,6 +144,38 @@ pub(crate) fn pack_run(
     })
 }
 
+/// The request ids a packed run holds, each with the seqs of its first and last events, read
+/// without building the events or recomputing their chain: what a load lists of the requests a
+/// snapshot folded in. The events of any of them are unpacked, and checked, when a retry asks
+/// for them.
+pub(crate) fn requests(
+    id: MatchId,
+    packed: &Packed,
+) -> Result<Vec<(String, u64, u64)>, StoreError> {
+    /// A line's request, its other keys skipped.
+    #[derive(Deserialize)]
+    struct RequestOf {
+        #[serde(default)]
+        r: Option<String>,
+        #[serde(default)]
+        l: Option<u64>,
+    }
+    let after = packed.after.0;
+    let mut text = String::new();
+    DeflateDecoder::new(packed.body.as_slice())
+        .read_to_string(&mut text)
+        .map_err(|e| StoreError::Corrupt(format!("packed events of match {id}: {e}")))?;
+    let mut requests = Vec::new();
+    for (seq, line) in (after + 1..).zip(text.lines()) {
+        let of: RequestOf = serde_json::from_str(line)
+            .map_err(|e| StoreError::Corrupt(format!("packed event {seq} of match {id}: {e}")))?;
+        if let (Some(request_id), Some(last)) = (of.r, of.l) {
+            requests.push((request_id, seq, last));
+        }
+    }
+    Ok(requests)
+}
+
 /// Unpacks a run of the log of match `id`, recomputing its hash chain from `packed.after`;
 /// [`StoreError::Corrupt`] if it does not end at `packed.last_hash` after `packed.events`
 /// events.
@@ -256,6 +288,7 @@ mod tests {
         );
         assert_eq!(unpacked.request("join-1").unwrap(), events[2..4].to_vec());
         assert_eq!(unpacked.request("nope"), None);
+        assert_eq!(requests(id, &packed).unwrap(), unpacked.requests);
     }
 
     #[test]

@@ -2860,6 +2860,33 @@ async fn a_packed_live_match_answers_reads_retries_loads_and_audits_as_before() 
         );
         let fresh_load = cold.load(m.id, 2).await?;
         assert_eq!(fresh_load.events, events);
+        // A snapshot among the rows: the load reads no block's events, but every request id.
+        let snapshot = Snapshot {
+            seq: 68,
+            rules_version: 1,
+            state: json!({"at": 68}),
+        };
+        h.store.put_snapshot(m.id, &snapshot).await?;
+        let from_snapshot = cold.load(m.id, 1).await?;
+        assert_eq!(from_snapshot.snapshot, Some(snapshot));
+        assert_eq!(from_snapshot.events, &events[68..]);
+        let mut folded: Vec<(String, u64)> = Vec::new();
+        for e in &events[..68] {
+            if let Some(r) = &e.request_id
+                && !folded.iter().any(|(f, _)| f == r)
+            {
+                folded.push((r.clone(), e.seq));
+            }
+        }
+        let mut requests = from_snapshot.requests;
+        requests.sort();
+        folded.sort();
+        assert_eq!(requests, folded);
+        assert_eq!(
+            folded.len(),
+            64,
+            "created has none; two requests have several events"
+        );
 
         // Archiving takes the blocks with the rows.
         let finish = MatchUpdate {

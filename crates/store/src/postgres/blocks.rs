@@ -39,14 +39,13 @@ struct BlockRow {
 }
 
 /// The blocks of match `id` that hold the event at seq `after` or a later one (every block for
-/// 0): the first of them gives the hash the events after `after` chain from. Unpacked;
-/// [`StoreError::Corrupt`] if one does not hash to its last hash or does not follow the one
-/// before.
-pub(super) async fn read(
+/// 0), still packed: the first of them gives the hash the events after `after` chain from.
+/// [`StoreError::Corrupt`] if one does not follow the one before.
+async fn fetch(
     conn: &mut PgConnection,
     id: MatchId,
     after: u64,
-) -> Result<Unpacked, StoreError> {
+) -> Result<Vec<Packed>, StoreError> {
     let rows: Vec<BlockRow> = sqlx::query_as(
         "SELECT first_seq, last_seq, prev_hash, last_hash, body FROM event_blocks
          WHERE match_id = $1::uuid AND last_seq >= $2 ORDER BY last_seq",
@@ -56,7 +55,7 @@ pub(super) async fn read(
     .fetch_all(conn)
     .await
     .map_err(super::db)?;
-    let mut blocks = Unpacked::default();
+    let mut blocks: Vec<Packed> = Vec::with_capacity(rows.len());
     for row in rows {
         let first = unsigned(row.first_seq, "block first_seq")?;
         let last = unsigned(row.last_seq, "block last_seq")?;
@@ -70,7 +69,7 @@ pub(super) async fn read(
             body: row.body,
         };
         let follows = match blocks.last() {
-            Some(before) => before == packed.after,
+            Some(before) => (before.after.0 + before.events, before.last_hash) == packed.after,
             // The first block read holds the event after `after`; the first of all follows the
             // genesis hash.
             None => first <= after + 1 && (first > 1 || packed.after.1 == GENESIS_HASH),
@@ -81,11 +80,39 @@ pub(super) async fn read(
                  before them"
             )));
         }
+        blocks.push(packed);
+    }
+    Ok(blocks)
+}
+
+/// The blocks of match `id` that hold the event at seq `after` or a later one (every block for
+/// 0), unpacked, each block's chain recomputed; [`StoreError::Corrupt`] if one does not hash
+/// to its last hash or does not follow the one before.
+pub(super) async fn read(
+    conn: &mut PgConnection,
+    id: MatchId,
+    after: u64,
+) -> Result<Unpacked, StoreError> {
+    let mut blocks = Unpacked::default();
+    for packed in fetch(conn, id, after).await? {
         let unpacked = archive::unpack(id, &packed)?;
         blocks.events.extend(unpacked.events);
         blocks.requests.extend(unpacked.requests);
     }
     Ok(blocks)
+}
+
+/// The request ids in every block of match `id`, each with the seqs of its first and last
+/// events, read without unpacking the events (see [`archive::requests`]).
+pub(super) async fn requests(
+    conn: &mut PgConnection,
+    id: MatchId,
+) -> Result<Vec<(String, u64, u64)>, StoreError> {
+    let mut requests = Vec::new();
+    for packed in fetch(conn, id, 0).await? {
+        requests.extend(archive::requests(id, &packed)?);
+    }
+    Ok(requests)
 }
 
 /// Up to `limit` events of match `id` after seq `after` (every one for `None`), from its

@@ -648,10 +648,17 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     // Packed blocks, if the rows begin after one, or for the request ids the snapshot folded
     // in (a block's are not in the request index).
     let packed = !rows.is_empty() && !follows(&rows, after);
-    let blocks = if packed || after > 0 {
+    let blocks = if packed {
         super::blocks::read(&mut tx, id, 0).await?
     } else {
-        crate::archive::Unpacked::default()
+        crate::archive::Unpacked {
+            events: Vec::new(),
+            requests: if after > 0 {
+                super::blocks::requests(&mut tx, id).await?
+            } else {
+                Vec::new()
+            },
+        }
     };
     // The request ids the snapshot folded in, through the request index.
     let mut requests: Vec<(String, i64)> = if after > 0 {
