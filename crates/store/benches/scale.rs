@@ -803,6 +803,17 @@ struct Pace {
 }
 
 impl Pace {
+    /// The options' pace: `SCALE_SAMPLES` timed calls after a tenth as many untimed ones, within
+    /// `SCALE_BUDGET_SECS`.
+    fn of(opts: &Options) -> Pace {
+        let samples = opts.samples;
+        Pace::new(
+            Duration::from_secs(opts.budget_secs),
+            (samples / 10).max(10),
+            samples,
+        )
+    }
+
     fn new(budget: Duration, warm: usize, samples: usize) -> Pace {
         Pace {
             started: Instant::now(),
@@ -902,12 +913,7 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     let store = Store::connect(url, StoreOptions::default()).await?;
     let mut rng = ChaCha8Rng::seed_from_u64(0xbe_7c4);
     let n = plans.len();
-    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| loop {
-        let i = rng.next_u64() as usize % n;
-        if f(&plans[i]) {
-            return i;
-        }
-    };
+    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| pick_plan(rng, plans, f);
 
     // Spot-check: the store loads these and their chains verify.
     for k in 0..20 {
@@ -926,7 +932,6 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
 
     let samples = opts.samples;
     let warm = (samples / 10).max(10);
-    let budget = Duration::from_secs(opts.budget_secs);
     let mut figures = Vec::new();
     println!("load average before the timed calls: {}", loadavg());
 
@@ -945,7 +950,7 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     };
     let mut times = Vec::new();
     let io0 = io(url).await?;
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         let t0 = Instant::now();
         let page = store.list_matches(&list(None)).await?;
@@ -966,7 +971,7 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     ));
     let mut times = Vec::new();
     let io0 = io(url).await?;
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         let at = rng.next_u64() as usize % open.len().saturating_sub(PAGE as usize).max(1);
         let t0 = Instant::now();
@@ -988,7 +993,7 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
 
     // Load of a random match, then its fold through the rules engine.
     let io0 = io(url).await?;
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     let (times, folds, events) = time_loads(&store, plans, games, &mut pace, || {
         pick(&mut rng, &|_| true)
     })
@@ -1017,7 +1022,7 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     let mut times = Vec::new();
     let mut events = 0u64;
     let io0 = io(url).await?;
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         let i = pick(&mut rng, &long);
         let t0 = Instant::now();
@@ -1062,7 +1067,7 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     let mut times = Vec::new();
     let mut last_claim = base;
     let io0 = io(url).await?;
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         // Small runs have too few deadlines for every claim to find a full batch of fresh ones.
         let at = CLAIM_BATCH as usize * pace.calls;
@@ -1188,7 +1193,9 @@ async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> R
     .fetch_one(&mut conn)
     .await?;
     println!(
-        "packed {packed} of {} live matches in {took:.0} s: {blocks} blocks of {in_blocks}          events ({:.1} per block); WAL {:.1} MB, {:.0} bytes per packed event; load average          after: {}",
+        "packed {packed} of {} live matches in {took:.0} s: {blocks} blocks of {in_blocks} \
+         events ({:.1} per block); WAL {:.1} MB, {:.0} bytes per packed event; load average \
+         after: {}",
         plans.iter().filter(|p| live(p)).count(),
         in_blocks as f64 / blocks.max(1) as f64,
         wal / 1e6,
@@ -1233,19 +1240,11 @@ async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> R
 
     // The reads of live matches, now partly packed, as above.
     let mut rng = ChaCha8Rng::seed_from_u64(0x9ac4);
-    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| loop {
-        let i = rng.next_u64() as usize % plans.len();
-        if f(&plans[i]) {
-            return i;
-        }
-    };
-    let samples = opts.samples;
-    let warm = (samples / 10).max(10);
-    let budget = Duration::from_secs(opts.budget_secs);
+    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| pick_plan(rng, plans, f);
     let mut figures = Vec::new();
     let long = |p: &Plan| p.kind == Kind::Active && p.events >= 40;
     let mut times = Vec::new();
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         let p = &plans[pick(&mut rng, &long)];
         let t0 = Instant::now();
@@ -1262,7 +1261,7 @@ async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> R
         "its blocks unpacked, then its rows".to_owned(),
     ));
     let mut times = Vec::new();
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         let p = &plans[pick(&mut rng, &long)];
         let t0 = Instant::now();
@@ -1278,7 +1277,7 @@ async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> R
         None,
         "rows only, as a client catching up reads".to_owned(),
     ));
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     let (times, folds, _) =
         time_loads(&store, plans, games, &mut pace, || pick(&mut rng, &long)).await?;
     figures.push(figure(
@@ -1293,16 +1292,39 @@ async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> R
         None,
         "setup + replay of every action".to_owned(),
     ));
-    for k in 0..20 {
-        let p = &plans[pick(&mut rng, &long)];
-        match store.verify_chain(p.id).await? {
-            ChainCheck::Valid { events } if events == u64::from(p.events) => {}
-            other => bail!("packed match {k} ({}): {other:?}", p.id),
+    verify_sample(&store, plans, &mut rng, "packed", &long).await?;
+    print_figures(&figures);
+    Ok(())
+}
+
+/// A random plan's index, among those `f` accepts.
+fn pick_plan(rng: &mut ChaCha8Rng, plans: &[Plan], f: &dyn Fn(&Plan) -> bool) -> usize {
+    loop {
+        let i = rng.next_u64() as usize % plans.len();
+        if f(&plans[i]) {
+            return i;
         }
     }
-    println!("verify_chain: 20 sampled packed matches valid");
+}
+
+/// Verifies the chains of 20 random matches among those `f` accepts: each must hold its
+/// plan's events.
+async fn verify_sample(
+    store: &Store,
+    plans: &[Plan],
+    rng: &mut ChaCha8Rng,
+    what: &str,
+    f: &dyn Fn(&Plan) -> bool,
+) -> Result<()> {
+    for k in 0..20 {
+        let p = &plans[pick_plan(rng, plans, f)];
+        match store.verify_chain(p.id).await? {
+            ChainCheck::Valid { events } if events == u64::from(p.events) => {}
+            other => bail!("{what} match {k} ({}): {other:?}", p.id),
+        }
+    }
+    println!("verify_chain: 20 sampled {what} matches valid");
     println!();
-    print_figures(&figures);
     Ok(())
 }
 
@@ -1418,19 +1440,11 @@ async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
 
     // The reads of archived matches, as above.
     let mut rng = ChaCha8Rng::seed_from_u64(0xa7c4);
-    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| loop {
-        let i = rng.next_u64() as usize % plans.len();
-        if f(&plans[i]) {
-            return i;
-        }
-    };
-    let samples = opts.samples;
-    let warm = (samples / 10).max(10);
-    let budget = Duration::from_secs(opts.budget_secs);
+    let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| pick_plan(rng, plans, f);
     let mut figures = Vec::new();
     let long = |p: &Plan| p.kind == Kind::Finished && (60..=80).contains(&p.events);
     let mut times = Vec::new();
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     while let Some(timed) = pace.step() {
         let p = &plans[pick(&mut rng, &long)];
         let t0 = Instant::now();
@@ -1446,7 +1460,7 @@ async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         Some(10.0),
         "unpacked and its chain recomputed on every call".to_owned(),
     ));
-    let mut pace = Pace::new(budget, warm, samples);
+    let mut pace = Pace::of(opts);
     let (times, folds, _) =
         time_loads(&store, plans, games, &mut pace, || pick(&mut rng, &ended)).await?;
     figures.push(figure(
@@ -1461,15 +1475,7 @@ async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         None,
         "setup + replay of every action".to_owned(),
     ));
-    for k in 0..20 {
-        let p = &plans[pick(&mut rng, &ended)];
-        match store.verify_chain(p.id).await? {
-            ChainCheck::Valid { events } if events == u64::from(p.events) => {}
-            other => bail!("archived match {k} ({}): {other:?}", p.id),
-        }
-    }
-    println!("verify_chain: 20 sampled archived matches valid");
-    println!();
+    verify_sample(&store, plans, &mut rng, "archived", &ended).await?;
     print_figures(&figures);
     Ok(())
 }
