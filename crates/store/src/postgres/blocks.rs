@@ -10,8 +10,9 @@
 //! leave the request index: a retry that the index does not answer reads the blocks
 //! ([`super::events`]' check), and a load gives the server every request id, blocks' included.
 //!
-//! Packing locks the match row (`FOR UPDATE SKIP LOCKED`), as archiving does: two replicas
-//! never pack one match at once, and a match being archived is not packed.
+//! Packing locks the match row (`FOR NO KEY UPDATE SKIP LOCKED`): two replicas never pack one
+//! match at once, and a match being archived (`FOR UPDATE`) is not packed, while appends, whose
+//! foreign key only shares the row's key, go on.
 
 use sqlx::{PgConnection, PgPool};
 
@@ -205,7 +206,7 @@ async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
     let mut tx = pool.begin().await.map_err(db)?;
     let live: Option<(i32,)> = sqlx::query_as(
         "SELECT 1 FROM matches WHERE match_id = $1::uuid AND NOT archived
-         FOR UPDATE SKIP LOCKED",
+         FOR NO KEY UPDATE SKIP LOCKED",
     )
     .bind(id.to_string())
     .fetch_optional(&mut *tx)
