@@ -1019,19 +1019,10 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         plans.iter().any(long),
         "no finished match of 60 to 80 events"
     );
-    let mut times = Vec::new();
-    let mut events = 0u64;
     let io0 = io(url).await?;
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
-        let i = pick(&mut rng, &long);
-        let t0 = Instant::now();
-        let history = store.read_events(plans[i].id, 0, u32::MAX).await?;
-        if timed {
-            times.push(t0.elapsed());
-            events += history.len() as u64;
-        }
-    }
+    let (times, events) =
+        time_reads(&store, plans, &mut pace, || pick(&mut rng, &long), |_| 0).await?;
     let mean = events as f64 / pace.timed as f64;
     figures.push(figure(
         "read_events, a finished match of 60-80 events",
@@ -1243,34 +1234,18 @@ async fn pack(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -> R
     let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| pick_plan(rng, plans, f);
     let mut figures = Vec::new();
     let long = |p: &Plan| p.kind == Kind::Active && p.events >= 40;
-    let mut times = Vec::new();
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
-        let p = &plans[pick(&mut rng, &long)];
-        let t0 = Instant::now();
-        let history = store.read_events(p.id, 0, u32::MAX).await?;
-        if timed {
-            times.push(t0.elapsed());
-        }
-        ensure!(history.len() == p.events as usize);
-    }
+    let (times, _) = time_reads(&store, plans, &mut pace, || pick(&mut rng, &long), |_| 0).await?;
     figures.push(figure(
         "read_events, a packed active match of 40 events or more, whole",
         times,
         Some(10.0),
         "its blocks unpacked, then its rows".to_owned(),
     ));
-    let mut times = Vec::new();
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
-        let p = &plans[pick(&mut rng, &long)];
-        let t0 = Instant::now();
-        let page = store.read_events(p.id, u64::from(p.events) - 2, 50).await?;
-        if timed {
-            times.push(t0.elapsed());
-        }
-        ensure!(page.len() == 2);
-    }
+    let last_two = |p: &Plan| u64::from(p.events) - 2;
+    let (times, _) =
+        time_reads(&store, plans, &mut pace, || pick(&mut rng, &long), last_two).await?;
     figures.push(figure(
         "read_events, the last two events of such a match",
         times,
@@ -1443,17 +1418,8 @@ async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     let pick = |rng: &mut ChaCha8Rng, f: &dyn Fn(&Plan) -> bool| pick_plan(rng, plans, f);
     let mut figures = Vec::new();
     let long = |p: &Plan| p.kind == Kind::Finished && (60..=80).contains(&p.events);
-    let mut times = Vec::new();
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
-        let p = &plans[pick(&mut rng, &long)];
-        let t0 = Instant::now();
-        let history = store.read_events(p.id, 0, u32::MAX).await?;
-        if timed {
-            times.push(t0.elapsed());
-        }
-        ensure!(history.len() == p.events as usize);
-    }
+    let (times, _) = time_reads(&store, plans, &mut pace, || pick(&mut rng, &long), |_| 0).await?;
     figures.push(figure(
         "read_events, an archived finished match of 60-80 events",
         times,
@@ -1478,6 +1444,31 @@ async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     verify_sample(&store, plans, &mut rng, "archived", &ended).await?;
     print_figures(&figures);
     Ok(())
+}
+
+/// Reads of the matches `pick` names from the seq `from` gives, each checked to hold every
+/// event after it, for as long as `pace` says: the timed reads' times and the events they read.
+async fn time_reads(
+    store: &Store,
+    plans: &[Plan],
+    pace: &mut Pace,
+    mut pick: impl FnMut() -> usize,
+    from: impl Fn(&Plan) -> u64,
+) -> Result<(Vec<Duration>, u64)> {
+    let (mut times, mut events) = (Vec::new(), 0u64);
+    while let Some(timed) = pace.step() {
+        let p = &plans[pick()];
+        let after = from(p);
+        let t0 = Instant::now();
+        let page = store.read_events(p.id, after, u32::MAX).await?;
+        let took = t0.elapsed();
+        ensure!(page.len() as u64 == u64::from(p.events) - after);
+        if timed {
+            times.push(took);
+            events += page.len() as u64;
+        }
+    }
+    Ok((times, events))
 }
 
 /// Loads of the matches `pick` names, each then folded through the rules engine, for as long

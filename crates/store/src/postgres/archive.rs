@@ -155,7 +155,7 @@ async fn whole_log(
     conn: &mut PgConnection,
     id: MatchId,
 ) -> Result<Vec<(StoredEvent, Option<u64>)>, StoreError> {
-    let blocks = super::blocks::read(&mut *conn, id, 0).await?;
+    let blocks = super::blocks::read(&mut *conn, id, 0, None).await?;
     let before = blocks.last();
     let rows: Vec<LogRow> = sqlx::query_as(&format!(
         "SELECT {EVENT_COLUMNS}, request_last FROM events

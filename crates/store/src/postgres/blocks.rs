@@ -40,19 +40,23 @@ struct BlockRow {
 }
 
 /// The blocks of match `id` that hold the event at seq `after` or a later one (every block for
-/// 0), still packed: the first of them gives the hash the events after `after` chain from.
+/// 0), up to the one that holds seq `through` (the last block for `None`), still packed: the
+/// first of them gives the hash the events after `after` chain from.
 /// [`StoreError::Corrupt`] if one does not follow the one before.
 async fn fetch(
     conn: &mut PgConnection,
     id: MatchId,
     after: u64,
+    through: Option<u64>,
 ) -> Result<Vec<Packed>, StoreError> {
     let rows: Vec<BlockRow> = sqlx::query_as(
         "SELECT first_seq, last_seq, prev_hash, last_hash, body FROM event_blocks
-         WHERE match_id = $1::uuid AND last_seq >= $2 ORDER BY last_seq",
+         WHERE match_id = $1::uuid AND last_seq >= $2 AND ($3::bigint IS NULL OR first_seq <= $3)
+         ORDER BY last_seq",
     )
     .bind(id.to_string())
     .bind(to_i64(after)?)
+    .bind(through.map(to_i64).transpose()?)
     .fetch_all(conn)
     .await
     .map_err(super::db)?;
@@ -87,15 +91,17 @@ async fn fetch(
 }
 
 /// The blocks of match `id` that hold the event at seq `after` or a later one (every block for
-/// 0), unpacked, each block's chain recomputed; [`StoreError::Corrupt`] if one does not hash
-/// to its last hash or does not follow the one before.
+/// 0), up to the one holding seq `through` (the last for `None`), unpacked, each block's chain
+/// recomputed; [`StoreError::Corrupt`] if one does not hash to its last hash or does not
+/// follow the one before.
 pub(super) async fn read(
     conn: &mut PgConnection,
     id: MatchId,
     after: u64,
+    through: Option<u64>,
 ) -> Result<Unpacked, StoreError> {
     let mut blocks = Unpacked::default();
-    for packed in fetch(conn, id, after).await? {
+    for packed in fetch(conn, id, after, through).await? {
         let unpacked = archive::unpack(id, &packed)?;
         blocks.events.extend(unpacked.events);
         blocks.requests.extend(unpacked.requests);
@@ -103,17 +109,41 @@ pub(super) async fn read(
     Ok(blocks)
 }
 
-/// The request ids in every block of match `id`, each with the seqs of its first and last
-/// events, read without unpacking the events (see [`archive::requests`]).
-pub(super) async fn requests(
+/// The seqs of the first and last events of request `request_id` if a block of match `id`
+/// holds it, read without unpacking the events (see [`archive::requests`]).
+pub(super) async fn request_range(
     conn: &mut PgConnection,
     id: MatchId,
-) -> Result<Vec<(String, u64, u64)>, StoreError> {
-    let mut requests = Vec::new();
-    for packed in fetch(conn, id, 0).await? {
-        requests.extend(archive::requests(id, &packed)?);
+    request_id: &str,
+) -> Result<Option<(u64, u64)>, StoreError> {
+    for packed in fetch(conn, id, 0, None).await? {
+        let requests = archive::requests(id, &packed)?;
+        if let Some((_, first, last)) = requests.into_iter().find(|(r, _, _)| r == request_id) {
+            return Ok(Some((first, last)));
+        }
     }
-    Ok(requests)
+    Ok(None)
+}
+
+/// The blocks of match `id` as a load from a snapshot at seq `after` (0 for none) needs them:
+/// the events of those that hold `after` or a later event, unpacked and checked, and every
+/// block's request ids, those before `after` read without unpacking their events.
+pub(super) async fn for_load(
+    conn: &mut PgConnection,
+    id: MatchId,
+    after: u64,
+) -> Result<Unpacked, StoreError> {
+    let mut blocks = Unpacked::default();
+    for packed in fetch(conn, id, 0, None).await? {
+        if packed.after.0 + packed.events < after {
+            blocks.requests.extend(archive::requests(id, &packed)?);
+        } else {
+            let unpacked = archive::unpack(id, &packed)?;
+            blocks.events.extend(unpacked.events);
+            blocks.requests.extend(unpacked.requests);
+        }
+    }
+    Ok(blocks)
 }
 
 /// Up to `limit` events of match `id` after seq `after` (every one for `None`), from its
@@ -125,7 +155,8 @@ pub(super) async fn read_events(
     after: u64,
     limit: Option<u32>,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let (mut events, before) = read(&mut *conn, id, after).await?.after(after);
+    let through = limit.map(|l| after + u64::from(l));
+    let (mut events, before) = read(&mut *conn, id, after, through).await?.after(after);
     let wanted = limit.map(|l| l as usize);
     if let Some(wanted) = wanted {
         events.truncate(wanted);

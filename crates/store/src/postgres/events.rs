@@ -199,12 +199,11 @@ async fn check(
     if let (true, Some(request_id)) = (head.packed, request_id) {
         // A retry of a request packed into a block: the index no longer holds its id.
         let mut conn = pool.acquire().await.map_err(db)?;
-        if let Some(events) = super::blocks::read(&mut conn, id, 0)
-            .await?
-            .request(request_id)
-        {
+        let range = super::blocks::request_range(&mut conn, id, request_id).await?;
+        drop(conn);
+        if let Some((first, last)) = range {
             return Ok(Checked::Duplicate(Appended {
-                events,
+                events: events_between(pool, id, first, last).await?,
                 duplicate: true,
                 webhooks_queued: false,
             }));
@@ -648,17 +647,10 @@ pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loa
     // Packed blocks, if the rows begin after one, or for the request ids the snapshot folded
     // in (a block's are not in the request index).
     let packed = !rows.is_empty() && !follows(&rows, after);
-    let blocks = if packed {
-        super::blocks::read(&mut tx, id, 0).await?
+    let blocks = if packed || after > 0 {
+        super::blocks::for_load(&mut tx, id, after).await?
     } else {
-        crate::archive::Unpacked {
-            events: Vec::new(),
-            requests: if after > 0 {
-                super::blocks::requests(&mut tx, id).await?
-            } else {
-                Vec::new()
-            },
-        }
+        crate::archive::Unpacked::default()
     };
     // The request ids the snapshot folded in, through the request index.
     let mut requests: Vec<(String, i64)> = if after > 0 {
