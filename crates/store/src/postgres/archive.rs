@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::events::EVENT_COLUMNS;
-use super::{custom_plans, db};
+use super::{Durability, custom_plans, db};
 use crate::archive::{self, Packed, Unpacked};
 use crate::rows::{EventRow, chained_from, hash32, parse_id, to_i64, unsigned};
 use crate::{MatchId, StoreError, StoredEvent};
@@ -87,7 +87,7 @@ pub(super) async fn archive_finished(
     ended_before: DateTime<Utc>,
     limit: u32,
 ) -> Result<u32, StoreError> {
-    let mut tx = custom_plans(pool).await?;
+    let mut tx = custom_plans(pool, Durability::Flushed).await?;
     let ids: Vec<(String,)> = sqlx::query_as(
         "SELECT match_id::text FROM matches
          WHERE status IN ('finished', 'abandoned') AND NOT archived AND updated_at < $1

@@ -4,7 +4,7 @@ use sqlx::{PgPool, Postgres};
 
 use super::events::EventColumns;
 use super::turns::TurnColumns;
-use super::{Pg, custom_plans, db, is_unique_violation};
+use super::{Durability, Pg, custom_plans, db, is_unique_violation};
 use crate::rows::{Binds, MatchSeatRow, MatchValues, Params, hash32};
 use crate::{
     MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
@@ -206,7 +206,7 @@ pub(super) async fn list(
     // cursor as index conditions (`IS NULL OR`) and walks `matches_pkey` from the first id.
     // Open matches of any kind are served by `matches_open`, a kind by `matches_status_kind`.
     // The page's seats come with it, one row per seat.
-    let mut tx = custom_plans(pool).await?;
+    let mut tx = custom_plans(pool, Durability::Flushed).await?;
     let rows: Vec<MatchSeatRow> = sqlx::query_as(&list_sql())
         .bind(filter.status.map(|s| s.as_str()))
         .bind(filter.kind.as_deref())

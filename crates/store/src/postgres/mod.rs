@@ -132,13 +132,31 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
 /// one round trip. For the statements whose best plan depends on the values (`IS NULL OR`
 /// filters, a `LIMIT` the planner must know): a generic plan of ListMatches walks
 /// `matches_pkey` from the first id, and one of the turn claim joins back through a sequential
-/// scan of `turns` (docs/BENCHMARKS.md, "Scale").
+/// scan of `turns` (docs/BENCHMARKS.md, "Scale"). `commit` is when its commit returns: once
+/// the WAL is flushed, or at once for a transaction that may be lost in a crash.
 async fn custom_plans(
     pool: &PgPool,
+    commit: Durability,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    pool.begin_with("BEGIN; SET LOCAL plan_cache_mode = force_custom_plan")
-        .await
-        .map_err(db)
+    pool.begin_with(match commit {
+        Durability::Flushed => "BEGIN; SET LOCAL plan_cache_mode = force_custom_plan",
+        Durability::Unflushed => {
+            "BEGIN; SET LOCAL plan_cache_mode = force_custom_plan; \
+             SET LOCAL synchronous_commit = off"
+        }
+    })
+    .await
+    .map_err(db)
+}
+
+/// When a transaction's commit returns (see [`custom_plans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// Once the commit is in the WAL on disk, as every write the server acknowledges.
+    Flushed,
+    /// Without waiting for the WAL flush: a crash may lose it, which must cost nothing more
+    /// than doing it again.
+    Unflushed,
 }
 
 /// Maps a driver error; callers handle the unique violations they expect before this.

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
 
-use super::{custom_plans, db};
+use super::{Durability, custom_plans, db};
 use crate::rows::{Binds, Params, ReminderRow, Time, TurnRow, to_i64};
 use crate::turns::{ReminderColumns, reminders};
 use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
@@ -82,8 +82,10 @@ pub(super) async fn claim(
 ) -> Result<Vec<TurnRecord>, StoreError> {
     // Planned with its values ([`custom_plans`]): a generic plan cannot cost the join back from
     // an unknown `LIMIT` and makes it a hash join over a sequential scan of `turns` instead of
-    // `turns_pkey` probes.
-    let mut tx = custom_plans(pool).await?;
+    // `turns_pkey` probes. Committed without waiting for the WAL flush: a lease lost in a crash
+    // is a lease that expired, and the turn is claimed again; whatever the claimer then writes
+    // waits for a flush that takes the lease with it.
+    let mut tx = custom_plans(pool, Durability::Unflushed).await?;
     let rows: Vec<TurnRow> = sqlx::query_as(CLAIM)
         .bind(Time::from(now))
         .bind(Time::from(lease_until))
