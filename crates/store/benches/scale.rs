@@ -990,6 +990,33 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
             io_note(url, io0, pace.calls).await?
         ),
     ));
+    // Without a status, as a client that sends no filter lists.
+    let mut times = Vec::new();
+    let io0 = io(url).await?;
+    let mut pace = Pace::of(opts);
+    while let Some(timed) = pace.step() {
+        let cursor = plans[rng.next_u64() as usize % plans.len()].id;
+        let filter = MatchFilter {
+            limit: PAGE,
+            after: Some(cursor),
+            ..MatchFilter::default()
+        };
+        let t0 = Instant::now();
+        let page = store.list_matches(&filter).await?;
+        if timed {
+            times.push(t0.elapsed());
+        }
+        ensure!(page.iter().all(|r| r.id > cursor));
+    }
+    figures.push(figure(
+        "list_matches, every status, a later page (cursor)",
+        times,
+        None,
+        format!(
+            "cursor: a random match{}",
+            io_note(url, io0, pace.calls).await?
+        ),
+    ));
 
     // Load of a random match, then its fold through the rules engine.
     let io0 = io(url).await?;
@@ -1521,9 +1548,9 @@ fn fold(loaded: &missive_store::Loaded, game: &GameLog) -> Result<()> {
 /// their parameter types as sqlx binds them. Each is prepared and executed six
 /// times before it is explained, so the plan shown is the one the plan cache settled on for a
 /// prepared statement (sqlx prepares every query), generic or custom. The store's connections
-/// set `plan_cache_mode = force_generic_plan`; the statements it runs with custom plans
-/// (`custom_plans` in `postgres/mod.rs`: ListMatches and the turn claim) are shown
-/// with their custom plan, and with the generic plan they would get without it.
+/// set `plan_cache_mode = force_generic_plan`; the statement it runs with a custom plan
+/// (`custom_plans` in `postgres/mod.rs`: the turn claim) is shown with its custom plan, and
+/// with the generic plan it would get without it.
 async fn explain_one(
     conn: &mut PgConnection,
     title: &str,
@@ -1592,42 +1619,43 @@ async fn explain(
     let cursor = open[open.len() / 2];
     println!("## Plans (EXPLAIN (ANALYZE, BUFFERS) of the store's statements)");
     println!();
-    let list = statements::list_matches_sql();
-    // The store runs `list_matches` and `claim_turns` with `plan_cache_mode =
-    // force_custom_plan` (its other statements with `force_generic_plan`).
-    explain_as(
-        &mut conn,
-        "list_matches, open, first page (custom plan, as the store issues it)",
-        "text, text, text, int8",
-        &list,
-        "'open', NULL, NULL, 50",
-        "force_custom_plan",
-    )
-    .await?;
-    explain_as(
-        &mut conn,
-        "list_matches, open, after a cursor (custom plan, as the store issues it)",
-        "text, text, text, int8",
-        &list,
-        &format!("'open', NULL, '{cursor}', 50"),
-        "force_custom_plan",
-    )
-    .await?;
-    for (title, args) in [
+    // The store runs `list_matches` with `plan_cache_mode = force_generic_plan`, as all its
+    // statements but the claim: one statement for each set of filters, the status written in.
+    let open_page = |after: Option<MatchId>| MatchFilter {
+        status: Some(MatchStatus::Open),
+        limit: 50,
+        after,
+        ..MatchFilter::default()
+    };
+    for (title, filter, types, args) in [
         (
-            "list_matches, open, first page: the generic plan",
-            "'open', NULL, NULL, 50".to_owned(),
+            "list_matches, open, first page",
+            open_page(None),
+            "int8",
+            "50".to_owned(),
         ),
         (
-            "list_matches, open, after a cursor: the generic plan",
-            format!("'open', NULL, '{cursor}', 50"),
+            "list_matches, open, after a cursor",
+            open_page(Some(cursor)),
+            "int8, text",
+            format!("50, '{cursor}'"),
+        ),
+        (
+            "list_matches, every status, after a cursor",
+            MatchFilter {
+                limit: 50,
+                after: Some(cursor),
+                ..MatchFilter::default()
+            },
+            "int8, text",
+            format!("50, '{cursor}'"),
         ),
     ] {
         explain_as(
             &mut conn,
             title,
-            "text, text, text, int8",
-            &list,
+            types,
+            &statements::list_matches_sql(&filter),
             &args,
             "force_generic_plan",
         )

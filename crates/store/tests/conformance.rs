@@ -1006,6 +1006,34 @@ mod checks {
             })
             .await?;
         assert_eq!(active_ll.len(), 2);
+        // Every filter at once, and a kind with a cursor alone.
+        let rest = h
+            .store
+            .list_matches(&MatchFilter {
+                status: Some(MatchStatus::Active),
+                kind: Some("love-letter".into()),
+                after: Some(active_ll[0].id),
+                ..MatchFilter::default()
+            })
+            .await?;
+        assert_eq!(
+            rest.iter().map(|r| r.id).collect::<Vec<_>>(),
+            [active_ll[1].id]
+        );
+        let by_kind = h
+            .store
+            .list_matches(&MatchFilter {
+                kind: Some("love-letter".into()),
+                after: Some(active_ll[0].id),
+                ..MatchFilter::default()
+            })
+            .await?;
+        assert!(by_kind.iter().any(|r| r.id == active_ll[1].id));
+        assert!(
+            by_kind
+                .iter()
+                .all(|r| r.id > active_ll[0].id && r.kind == "love-letter")
+        );
         let page1 = h
             .store
             .list_matches(&MatchFilter {

@@ -4,7 +4,7 @@ use sqlx::{PgPool, Postgres};
 
 use super::events::EventColumns;
 use super::turns::TurnColumns;
-use super::{Durability, Pg, custom_plans, db, is_unique_violation};
+use super::{Pg, db, is_unique_violation};
 use crate::rows::{Binds, MatchSeatRow, MatchValues, Params, hash32};
 use crate::{
     MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
@@ -175,17 +175,35 @@ pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreEr
     hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
 }
 
-/// ListMatches, a page with its seats: `$1` the status and `$2` the kind (each `NULL` for
-/// any), `$3` the cursor (`NULL` for the first page), `$4` the page size.
-pub fn list_sql() -> String {
+/// ListMatches as one statement whose generic plan is the right one for its filter, so the
+/// pool's prepared plan serves it: the status (one of four) is written into the statement,
+/// which lets `matches_open`, a partial index, serve open matches, and only the filters given
+/// are in it, each an index condition. `$1` is the page size, then the kind and the cursor if
+/// given; a page's seats come with it, one row per seat. Invited seats are found through
+/// `seats_invited`.
+pub fn list_sql(filter: &MatchFilter) -> String {
+    let mut conditions = vec![
+        "NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)".to_owned(),
+    ];
+    if let Some(status) = filter.status {
+        conditions.push(format!("m.status = '{}'", status.as_str()));
+    }
+    let mut param = 1;
+    if filter.kind.is_some() {
+        param += 1;
+        conditions.push(format!("m.kind = ${param}"));
+    }
+    if filter.after.is_some() {
+        param += 1;
+        conditions.push(format!("m.match_id > ${param}::uuid"));
+    }
     format!(
         "SELECT m.*, {SEAT_OF_ROW} FROM ({MATCH_SELECT}
-             WHERE ($1::text IS NULL OR m.status = $1) AND ($2::text IS NULL OR m.kind = $2)
-               AND ($3::uuid IS NULL OR m.match_id > $3::uuid)
-               AND NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)
-             ORDER BY m.match_id LIMIT $4) m
+             WHERE {}
+             ORDER BY m.match_id LIMIT $1) m
          LEFT JOIN seats s ON s.match_id = m.match_id::uuid
-         ORDER BY m.match_id, s.seat"
+         ORDER BY m.match_id, s.seat",
+        conditions.join(" AND ")
     )
 }
 
@@ -202,20 +220,15 @@ pub(super) async fn list(
     pool: &PgPool,
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
-    // Planned with its values ([`custom_plans`]): a generic plan cannot use `status` or the
-    // cursor as index conditions (`IS NULL OR`) and walks `matches_pkey` from the first id.
-    // Open matches of any kind are served by `matches_open`, a kind by `matches_status_kind`.
-    // The page's seats come with it, one row per seat.
-    let mut tx = custom_plans(pool, Durability::Flushed).await?;
-    let rows: Vec<MatchSeatRow> = sqlx::query_as(&list_sql())
-        .bind(filter.status.map(|s| s.as_str()))
-        .bind(filter.kind.as_deref())
-        .bind(filter.after.map(|a| a.to_string()))
-        .bind(filter.effective_limit())
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db)?;
-    tx.commit().await.map_err(db)?;
+    let sql = list_sql(filter);
+    let mut query = sqlx::query_as(&sql).bind(filter.effective_limit());
+    if let Some(kind) = &filter.kind {
+        query = query.bind(kind);
+    }
+    if let Some(after) = filter.after {
+        query = query.bind(after.to_string());
+    }
+    let rows: Vec<MatchSeatRow> = query.fetch_all(pool).await.map_err(db)?;
     MatchSeatRow::into_records(rows)
 }
 

@@ -129,10 +129,10 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
 
 /// A transaction whose statements are planned with their parameter values (custom plans),
 /// overriding the pool's `force_generic_plan` for its length: `BEGIN` and the `SET LOCAL` go in
-/// one round trip. For the statements whose best plan depends on the values (`IS NULL OR`
-/// filters, a `LIMIT` the planner must know): a generic plan of ListMatches walks
-/// `matches_pkey` from the first id, and one of the turn claim joins back through a sequential
-/// scan of `turns` (docs/BENCHMARKS.md, "Scale"). `commit` is when its commit returns: once
+/// one round trip. For the statements whose best plan depends on the values (a `LIMIT` the
+/// planner must know): a generic plan of the turn claim joins back through a sequential scan
+/// of `turns` (docs/BENCHMARKS.md, "Scale"); the archiver's pick of ended matches is planned
+/// the same way. `commit` is when its commit returns: once
 /// the WAL is flushed, or at once for a transaction that may be lost in a crash.
 async fn custom_plans(
     pool: &PgPool,
