@@ -1574,16 +1574,25 @@ async fn explain_as(
     sqlx::raw_sql(&format!("SET plan_cache_mode = {mode}"))
         .execute(&mut *conn)
         .await?;
-    sqlx::raw_sql(&format!("PREPARE q ({types}) AS {sql}"))
+    // A statement without parameters is prepared and executed without a list.
+    let list = |items: &str| {
+        if items.is_empty() {
+            String::new()
+        } else {
+            format!("({items})")
+        }
+    };
+    let (types, args) = (list(types), list(args));
+    sqlx::raw_sql(&format!("PREPARE q {types} AS {sql}"))
         .execute(&mut *conn)
         .await?;
     for _ in 0..6 {
-        sqlx::raw_sql(&format!("EXECUTE q ({args})"))
+        sqlx::raw_sql(&format!("EXECUTE q {args}"))
             .execute(&mut *conn)
             .await?;
     }
     let rows = sqlx::raw_sql(&format!(
-        "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE q ({args})"
+        "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) EXECUTE q {args}"
     ))
     .fetch_all(&mut *conn)
     .await?;
@@ -1620,7 +1629,8 @@ async fn explain(
     println!("## Plans (EXPLAIN (ANALYZE, BUFFERS) of the store's statements)");
     println!();
     // The store runs `list_matches` with `plan_cache_mode = force_generic_plan`, as all its
-    // statements but the claim: one statement for each set of filters, the status written in.
+    // statements but the claim: one statement for each set of filters, the status and the
+    // page size written in.
     let open_page = |after: Option<MatchId>| MatchFilter {
         status: Some(MatchStatus::Open),
         limit: 50,
@@ -1631,14 +1641,14 @@ async fn explain(
         (
             "list_matches, open, first page",
             open_page(None),
-            "int8",
-            "50".to_owned(),
+            "",
+            String::new(),
         ),
         (
             "list_matches, open, after a cursor",
             open_page(Some(cursor)),
-            "int8, text",
-            format!("50, '{cursor}'"),
+            "text",
+            format!("'{cursor}'"),
         ),
         (
             "list_matches, every status, after a cursor",
@@ -1647,8 +1657,8 @@ async fn explain(
                 after: Some(cursor),
                 ..MatchFilter::default()
             },
-            "int8, text",
-            format!("50, '{cursor}'"),
+            "text",
+            format!("'{cursor}'"),
         ),
     ] {
         explain_as(

@@ -176,11 +176,12 @@ pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreEr
 }
 
 /// ListMatches as one statement whose generic plan is the right one for its filter, so the
-/// pool's prepared plan serves it: the status (one of four) is written into the statement,
-/// which lets `matches_open`, a partial index, serve open matches, and only the filters given
-/// are in it, each an index condition. `$1` is the page size, then the kind and the cursor if
-/// given; a page's seats come with it, one row per seat. Invited seats are found through
-/// `seats_invited`.
+/// pool's prepared plan serves it in one round trip: the status (one of four) and the page
+/// size (at most [`MatchFilter::MAX_LIMIT`]) are written into the statement, which lets
+/// `matches_open`, a partial index, serve open matches and the planner cost the page's seats
+/// as the few probes they are; only the filters given are in it, each an index condition: `$1`
+/// the kind, if given, then the cursor. A page's seats come with it, one row per seat. Invited
+/// seats are found through `seats_invited`.
 pub fn list_sql(filter: &MatchFilter) -> String {
     let mut conditions = vec![
         "NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)".to_owned(),
@@ -188,7 +189,7 @@ pub fn list_sql(filter: &MatchFilter) -> String {
     if let Some(status) = filter.status {
         conditions.push(format!("m.status = '{}'", status.as_str()));
     }
-    let mut param = 1;
+    let mut param = 0;
     if filter.kind.is_some() {
         param += 1;
         conditions.push(format!("m.kind = ${param}"));
@@ -200,10 +201,11 @@ pub fn list_sql(filter: &MatchFilter) -> String {
     format!(
         "SELECT m.*, {SEAT_OF_ROW} FROM ({MATCH_SELECT}
              WHERE {}
-             ORDER BY m.match_id LIMIT $1) m
+             ORDER BY m.match_id LIMIT {}) m
          LEFT JOIN seats s ON s.match_id = m.match_id::uuid
          ORDER BY m.match_id, s.seat",
-        conditions.join(" AND ")
+        conditions.join(" AND "),
+        filter.effective_limit()
     )
 }
 
@@ -221,7 +223,7 @@ pub(super) async fn list(
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
     let sql = list_sql(filter);
-    let mut query = sqlx::query_as(&sql).bind(filter.effective_limit());
+    let mut query = sqlx::query_as(&sql);
     if let Some(kind) = &filter.kind {
         query = query.bind(kind);
     }
