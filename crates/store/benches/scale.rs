@@ -44,8 +44,8 @@ use chrono::{DateTime, Utc};
 use missive_rules::love_letter::{Action, Config, LoveLetter};
 use missive_rules::{Game, Seed};
 use missive_store::{
-    ChainCheck, MatchFilter, MatchId, MatchStatus, NewEvent, Store, StoreOptions, canonical_bytes,
-    canonical_json, statements,
+    ChainCheck, MatchFilter, MatchId, MatchRecord, MatchStatus, NewEvent, Store, StoreOptions,
+    canonical_bytes, canonical_json, statements,
 };
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -825,6 +825,14 @@ impl Pace {
         }
     }
 
+    /// This pace with at most `calls` untimed calls first (at least one).
+    fn warm_at_most(self, calls: usize) -> Pace {
+        Pace {
+            warm: self.warm.min(calls.max(1)),
+            ..self
+        }
+    }
+
     /// `Some(true)` for a timed call, `Some(false)` for a warm-up call, `None` when done.
     fn step(&mut self) -> Option<bool> {
         let elapsed = self.started.elapsed();
@@ -948,17 +956,13 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         limit: PAGE,
         after,
     };
-    let mut times = Vec::new();
     let io0 = io(url).await?;
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
-        let t0 = Instant::now();
-        let page = store.list_matches(&list(None)).await?;
-        if timed {
-            times.push(t0.elapsed());
-        }
-        ensure!(page.len() == (PAGE as usize).min(open.len()));
-    }
+    let first = (PAGE as usize).min(open.len());
+    let times = time_lists(&store, &mut pace, || {
+        (list(None), move |page: &[MatchRecord]| page.len() == first)
+    })
+    .await?;
     figures.push(figure(
         "list_matches, open, first page (50)",
         times,
@@ -969,18 +973,16 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
             io_note(url, io0, pace.calls).await?
         ),
     ));
-    let mut times = Vec::new();
     let io0 = io(url).await?;
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
+    let times = time_lists(&store, &mut pace, || {
         let at = rng.next_u64() as usize % open.len().saturating_sub(PAGE as usize).max(1);
-        let t0 = Instant::now();
-        let page = store.list_matches(&list(Some(open[at]))).await?;
-        if timed {
-            times.push(t0.elapsed());
-        }
-        ensure!(page.first().map(|r| r.id) == open.get(at + 1).copied());
-    }
+        let next = open.get(at + 1).copied();
+        (list(Some(open[at])), move |page: &[MatchRecord]| {
+            page.first().map(|r| r.id) == next
+        })
+    })
+    .await?;
     figures.push(figure(
         "list_matches, open, a later page (cursor)",
         times,
@@ -991,23 +993,20 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
         ),
     ));
     // Without a status, as a client that sends no filter lists.
-    let mut times = Vec::new();
     let io0 = io(url).await?;
     let mut pace = Pace::of(opts);
-    while let Some(timed) = pace.step() {
+    let times = time_lists(&store, &mut pace, || {
         let cursor = plans[rng.next_u64() as usize % plans.len()].id;
         let filter = MatchFilter {
             limit: PAGE,
             after: Some(cursor),
             ..MatchFilter::default()
         };
-        let t0 = Instant::now();
-        let page = store.list_matches(&filter).await?;
-        if timed {
-            times.push(t0.elapsed());
-        }
-        ensure!(page.iter().all(|r| r.id > cursor));
-    }
+        (filter, move |page: &[MatchRecord]| {
+            page.iter().all(|r| r.id > cursor)
+        })
+    })
+    .await?;
     figures.push(figure(
         "list_matches, every status, a later page (cursor)",
         times,
@@ -1085,7 +1084,9 @@ async fn measure(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     let mut times = Vec::new();
     let mut last_claim = base;
     let io0 = io(url).await?;
-    let mut pace = Pace::of(opts);
+    // A small run has deadlines for few claims: at most a quarter of them warm up.
+    let claims = dues.len() / CLAIM_BATCH as usize;
+    let mut pace = Pace::of(opts).warm_at_most(claims / 4);
     while let Some(timed) = pace.step() {
         // Small runs have too few deadlines for every claim to find a full batch of fresh ones.
         let at = CLAIM_BATCH as usize * pace.calls;
@@ -1471,6 +1472,27 @@ async fn archive(opts: &Options, url: &str, plans: &[Plan], games: &[GameLog]) -
     verify_sample(&store, plans, &mut rng, "archived", &ended).await?;
     print_figures(&figures);
     Ok(())
+}
+
+/// Listings of the filters `next` gives, each answer checked by the check that comes with its
+/// filter, for as long as `pace` says: the timed listings' times.
+async fn time_lists<C: FnOnce(&[MatchRecord]) -> bool>(
+    store: &Store,
+    pace: &mut Pace,
+    mut next: impl FnMut() -> (MatchFilter, C),
+) -> Result<Vec<Duration>> {
+    let mut times = Vec::new();
+    while let Some(timed) = pace.step() {
+        let (filter, check) = next();
+        let t0 = Instant::now();
+        let page = store.list_matches(&filter).await?;
+        let took = t0.elapsed();
+        ensure!(check(&page), "unexpected page for {filter:?}");
+        if timed {
+            times.push(took);
+        }
+    }
+    Ok(times)
 }
 
 /// Reads of the matches `pick` names from the seq `from` gives, each checked to hold every

@@ -100,13 +100,7 @@ pub(super) async fn read(
     after: u64,
     through: Option<u64>,
 ) -> Result<Unpacked, StoreError> {
-    let mut blocks = Unpacked::default();
-    for packed in fetch(conn, id, after, through).await? {
-        let unpacked = archive::unpack(id, &packed)?;
-        blocks.events.extend(unpacked.events);
-        blocks.requests.extend(unpacked.requests);
-    }
-    Ok(blocks)
+    unpack_from(id, fetch(conn, id, after, through).await?, after)
 }
 
 /// The seqs of the first and last events of request `request_id` if a block of match `id`
@@ -133,17 +127,23 @@ pub(super) async fn for_load(
     id: MatchId,
     after: u64,
 ) -> Result<Unpacked, StoreError> {
-    let mut blocks = Unpacked::default();
-    for packed in fetch(conn, id, 0, None).await? {
+    unpack_from(id, fetch(conn, id, 0, None).await?, after)
+}
+
+/// `blocks` unpacked from the one holding seq `after` on; of those before it, only their
+/// request ids.
+fn unpack_from(id: MatchId, blocks: Vec<Packed>, after: u64) -> Result<Unpacked, StoreError> {
+    let mut out = Unpacked::default();
+    for packed in blocks {
         if packed.after.0 + packed.events < after {
-            blocks.requests.extend(archive::requests(id, &packed)?);
+            out.requests.extend(archive::requests(id, &packed)?);
         } else {
             let unpacked = archive::unpack(id, &packed)?;
-            blocks.events.extend(unpacked.events);
-            blocks.requests.extend(unpacked.requests);
+            out.events.extend(unpacked.events);
+            out.requests.extend(unpacked.requests);
         }
     }
-    Ok(blocks)
+    Ok(out)
 }
 
 /// Up to `limit` events of match `id` after seq `after` (every one for `None`), from its

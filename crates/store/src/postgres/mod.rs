@@ -132,8 +132,8 @@ fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
 /// one round trip. For the statements whose best plan depends on the values (a `LIMIT` the
 /// planner must know): a generic plan of the turn claim joins back through a sequential scan
 /// of `turns` (docs/BENCHMARKS.md, "Scale"); the archiver's pick of ended matches is planned
-/// the same way. `commit` is when its commit returns: once
-/// the WAL is flushed, or at once for a transaction that may be lost in a crash.
+/// the same way. `commit` is when its commit returns: once the WAL is flushed, or at once for a
+/// transaction that may be lost in a crash.
 async fn custom_plans(
     pool: &PgPool,
     commit: Durability,
