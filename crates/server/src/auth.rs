@@ -81,10 +81,8 @@ pub fn viewer(
         return Ok(Viewer::Spectator);
     };
     let invalid = || ApiError::Unauthenticated("the seat token is not valid for this match".into());
-    let raw: [u8; 32] = hex::decode(token)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(invalid)?;
+    let mut raw = [0u8; 32];
+    hex::decode_to_slice(token, &mut raw).map_err(|_| invalid())?;
     let hash: [u8; 32] = Sha256::digest(raw).into();
     let seat = record
         .seats

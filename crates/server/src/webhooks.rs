@@ -30,7 +30,7 @@ use hmac::{Hmac, Mac};
 use missive_store::{
     Attempt, Delivery, DeliveryKey, MatchId, Notification, NotificationKind, Reminder, Store,
 };
-use serde_json::json;
+use serde::Serialize;
 use sha2::Sha256;
 use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
@@ -215,29 +215,52 @@ pub fn delivery_id(key: &DeliveryKey) -> String {
 /// The payload posted to a seat's webhook when the event `seq` makes it awaited. It carries no
 /// game state: the receiver fetches the seat's view with the seat's token.
 pub fn your_turn_body(match_id: MatchId, seq: u64, seat: u8, at: DateTime<Utc>) -> String {
-    json!({
-        "type": NotificationKind::YourTurn.as_str(),
-        "matchId": match_id.to_string(),
-        "seat": seat,
-        "version": seq,
-        "at": at.to_rfc3339_opts(SecondsFormat::Micros, true),
-    })
-    .to_string()
+    Body {
+        at: &at.to_rfc3339_opts(SecondsFormat::Micros, true),
+        due_at: None,
+        match_id: &match_id.to_string(),
+        seat,
+        kind: NotificationKind::YourTurn.as_str(),
+        version: seq,
+    }
+    .encode()
 }
 
 /// The payload posted to a seat's webhook at `remind_at`, ahead of its deadline `due_at`, while
 /// it is awaited after event `seq` (the version to act on). Like [`your_turn_body`], it carries
 /// no game state.
 pub fn turn_reminder_body(r: &Reminder) -> String {
-    json!({
-        "type": NotificationKind::TurnReminder.as_str(),
-        "matchId": r.match_id.to_string(),
-        "seat": r.seat,
-        "version": r.seq,
-        "dueAt": r.due_at.to_rfc3339_opts(SecondsFormat::Micros, true),
-        "at": r.remind_at.to_rfc3339_opts(SecondsFormat::Micros, true),
-    })
-    .to_string()
+    Body {
+        at: &r.remind_at.to_rfc3339_opts(SecondsFormat::Micros, true),
+        due_at: Some(&r.due_at.to_rfc3339_opts(SecondsFormat::Micros, true)),
+        match_id: &r.match_id.to_string(),
+        seat: r.seat,
+        kind: NotificationKind::TurnReminder.as_str(),
+        version: r.seq,
+    }
+    .encode()
+}
+
+/// A notification's payload, its fields in the byte order of their keys (the order the bodies
+/// have always been sent in).
+#[derive(Serialize)]
+struct Body<'a> {
+    at: &'a str,
+    #[serde(rename = "dueAt", skip_serializing_if = "Option::is_none")]
+    due_at: Option<&'a str>,
+    #[serde(rename = "matchId")]
+    match_id: &'a str,
+    seat: u8,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    version: u64,
+}
+
+impl Body<'_> {
+    fn encode(&self) -> String {
+        // Strings and integers always serialise.
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 /// The "your turn" notifications of `seats`, newly awaited after the event `seq` appended at

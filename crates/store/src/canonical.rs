@@ -1,7 +1,10 @@
 //! The canonical encoding of an event and the hash chain over it (see the crate docs for the
 //! exact format an auditor recomputes).
 
-use chrono::{DateTime, SubsecRound, Utc};
+use std::fmt::Write as _;
+
+use chrono::format::{Fixed, Item, Numeric, Pad};
+use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::{ChainCheck, GENESIS_HASH, MatchId, NewEvent, StoredEvent};
@@ -34,34 +37,69 @@ pub(crate) fn changed_at(stored: &[crate::StoredEvent]) -> DateTime<Utc> {
 /// `actor, at, kind, match_id, payload, request_id, seq` (documented in the crate docs).
 /// `at` is truncated to microseconds first.
 pub fn canonical_bytes(match_id: MatchId, seq: u64, ev: &NewEvent) -> Vec<u8> {
-    let mut out = String::with_capacity(160);
+    // Writing to a `String` cannot fail.
+    let mut out = String::with_capacity(256);
     out.push_str("{\"actor\":");
     match ev.actor {
-        Some(seat) => out.push_str(&seat.to_string()),
+        Some(seat) => _ = write!(out, "{seat}"),
         None => out.push_str("null"),
     }
     out.push_str(",\"at\":\"");
-    out.push_str(
-        &truncate_to_micros(ev.at)
-            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-            .to_string(),
-    );
+    push_time(&mut out, truncate_to_micros(ev.at));
     out.push_str("\",\"kind\":");
     push_json_string(&mut out, &ev.kind);
-    out.push_str(",\"match_id\":\"");
-    out.push_str(&match_id.hyphenated().to_string());
-    out.push_str("\",\"payload\":");
+    _ = write!(
+        out,
+        ",\"match_id\":\"{}\",\"payload\":",
+        match_id.hyphenated()
+    );
     write_canonical(&mut out, &ev.payload);
     out.push_str(",\"request_id\":");
     match &ev.request_id {
         Some(id) => push_json_string(&mut out, id),
         None => out.push_str("null"),
     }
-    out.push_str(",\"seq\":");
-    out.push_str(&seq.to_string());
-    out.push('}');
+    _ = write!(out, ",\"seq\":{seq}}}");
     out.into_bytes()
 }
+
+/// `at` as `%Y-%m-%dT%H:%M:%S%.6fZ` writes it: by hand for years 0 to 9999 outside a leap
+/// second, through the format otherwise.
+fn push_time(out: &mut String, at: DateTime<Utc>) {
+    let nanos = at.nanosecond();
+    if (0..=9999).contains(&at.year()) && nanos < 1_000_000_000 {
+        _ = write!(
+            out,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+            at.year(),
+            at.month(),
+            at.day(),
+            at.hour(),
+            at.minute(),
+            at.second(),
+            nanos / 1000
+        );
+    } else {
+        _ = write!(out, "{}", at.format_with_items(AT_FORMAT.iter()));
+    }
+}
+
+/// `%Y-%m-%dT%H:%M:%S%.6fZ`, parsed ahead of time.
+const AT_FORMAT: &[Item<'static>] = &[
+    Item::Numeric(Numeric::Year, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Month, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Day, Pad::Zero),
+    Item::Literal("T"),
+    Item::Numeric(Numeric::Hour, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Minute, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Second, Pad::Zero),
+    Item::Fixed(Fixed::Nanosecond6),
+    Item::Literal("Z"),
+];
 
 /// A JSON value serialised with every object's keys in byte order and no whitespace. Written by
 /// hand rather than relying on `serde_json::Map` being sorted, which a feature flag elsewhere in
@@ -77,7 +115,7 @@ fn write_canonical(out: &mut String, value: &serde_json::Value) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::Number(n) => _ = write!(out, "{n}"),
         Value::String(s) => push_json_string(out, s),
         Value::Array(items) => {
             out.push('[');
@@ -106,9 +144,17 @@ fn write_canonical(out: &mut String, value: &serde_json::Value) {
     }
 }
 
+/// `s` as a JSON string, escaped as `serde_json` escapes it (quote, backslash and control
+/// characters; nothing else).
 fn push_json_string(out: &mut String, s: &str) {
-    // Serialising a &str cannot fail.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    if s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        // Serialising a &str cannot fail.
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
 }
 
 /// Walks a log in seq order and reports the first event that breaks the chain.
@@ -208,6 +254,38 @@ mod tests {
              \"payload\":{\"a\":{\"b\":\"é\\\"q\",\"y\":[true,null]},\"z\":1},\
              \"request_id\":\"r-1\",\"seq\":7}"
         );
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        for s in [
+            "plain",
+            "",
+            "quote \" and backslash \\",
+            "tab\t, newline\n, nul\u{0}, unit separator\u{1f}",
+            "delete \u{7f}, é, 𝄞, \u{2028}",
+        ] {
+            let mut out = String::new();
+            push_json_string(&mut out, s);
+            assert_eq!(out, serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn times_are_written_as_the_strftime_format_writes_them() {
+        let times = [
+            Utc.timestamp_opt(1_700_000_000, 123_456_000).unwrap(),
+            Utc.timestamp_opt(0, 0).unwrap(),
+            Utc.with_ymd_and_hms(7, 3, 4, 5, 6, 7).unwrap(),
+            Utc.with_ymd_and_hms(12_345, 12, 31, 23, 59, 59).unwrap(),
+            // A leap second: 22:13:59 and 1.5 s.
+            Utc.timestamp_opt(1_700_000_039, 1_500_000_000).unwrap(),
+        ];
+        for at in times {
+            let mut out = String::new();
+            push_time(&mut out, at);
+            assert_eq!(out, at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+        }
     }
 
     #[test]

@@ -205,7 +205,7 @@ impl<G> Default for Adapter<G> {
 struct State<G>(G);
 
 fn config_of<G: ProtoGame>(config: &Value) -> ApiResult<G::Config> {
-    serde_json::from_value(config.clone())
+    G::Config::deserialize(config)
         .map_err(|e| ApiError::internal(format!("stored {} config unreadable: {e}", G::KIND)))
 }
 
