@@ -1,6 +1,6 @@
 //! Match rows and their seats on PostgreSQL: creation in one statement, reads and listing.
 
-use sqlx::{PgPool, Postgres};
+use sqlx::{PgPool, Postgres, QueryBuilder};
 
 use super::events::EventColumns;
 use super::turns::TurnColumns;
@@ -179,34 +179,39 @@ pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreEr
 /// pool's prepared plan serves it in one round trip: the status (one of four) and the page
 /// size (at most [`MatchFilter::MAX_LIMIT`]) are written into the statement, which lets
 /// `matches_open`, a partial index, serve open matches and the planner cost the page's seats
-/// as the few probes they are; only the filters given are in it, each an index condition: `$1`
-/// the kind, if given, then the cursor. A page's seats come with it, one row per seat. Invited
-/// seats are found through `seats_invited`.
-pub fn list_sql(filter: &MatchFilter) -> String {
-    let mut conditions = vec![
-        "NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)".to_owned(),
-    ];
-    if let Some(status) = filter.status {
-        conditions.push(format!("m.status = '{}'", status.as_str()));
-    }
-    let mut param = 0;
-    if filter.kind.is_some() {
-        param += 1;
-        conditions.push(format!("m.kind = ${param}"));
-    }
-    if filter.after.is_some() {
-        param += 1;
-        conditions.push(format!("m.match_id > ${param}::uuid"));
-    }
-    format!(
+/// as the few probes they are; only the filters given are in it, each an index condition and
+/// a parameter: the kind, if given, then the cursor. A page's seats come with it, one row per
+/// seat. Invited seats are found through `seats_invited`.
+fn list_query(filter: &MatchFilter) -> QueryBuilder<'_, Postgres> {
+    let mut query = QueryBuilder::new(format!(
         "SELECT m.*, {SEAT_OF_ROW} FROM ({MATCH_SELECT}
-             WHERE {}
+             WHERE NOT EXISTS (SELECT 1 FROM seats s WHERE s.match_id = m.match_id AND s.invited)"
+    ));
+    if let Some(status) = filter.status {
+        query.push(format_args!(" AND m.status = '{}'", status.as_str()));
+    }
+    if let Some(kind) = &filter.kind {
+        query.push(" AND m.kind = ").push_bind(kind.as_str());
+    }
+    if let Some(after) = filter.after {
+        query
+            .push(" AND m.match_id > ")
+            .push_bind(after.to_string())
+            .push("::uuid");
+    }
+    query.push(format_args!(
+        "
              ORDER BY m.match_id LIMIT {}) m
          LEFT JOIN seats s ON s.match_id = m.match_id::uuid
          ORDER BY m.match_id, s.seat",
-        conditions.join(" AND "),
         filter.effective_limit()
-    )
+    ));
+    query
+}
+
+/// The statement [`list`] sends for `filter`, its parameters numbered from `$1`.
+pub fn list_sql(filter: &MatchFilter) -> String {
+    list_query(filter).into_sql()
 }
 
 /// A match row with its seats, one row per seat: `$1` the match.
@@ -222,15 +227,11 @@ pub(super) async fn list(
     pool: &PgPool,
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
-    let sql = list_sql(filter);
-    let mut query = sqlx::query_as(&sql);
-    if let Some(kind) = &filter.kind {
-        query = query.bind(kind);
-    }
-    if let Some(after) = filter.after {
-        query = query.bind(after.to_string());
-    }
-    let rows: Vec<MatchSeatRow> = query.fetch_all(pool).await.map_err(db)?;
+    let rows: Vec<MatchSeatRow> = list_query(filter)
+        .build_query_as()
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
     MatchSeatRow::into_records(rows)
 }
 
