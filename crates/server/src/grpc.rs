@@ -16,6 +16,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::ratelimit::Client;
 use crate::service::{Caller, Service};
 
+mod play;
+
 /// The tonic service.
 #[derive(Debug, Clone)]
 pub struct Grpc {
@@ -181,17 +183,22 @@ impl Missive for Grpc {
             }
         };
         let match_id = watch.match_id.clone();
+        let after = watch.after_version;
         let updates = self.watch(&caller, client.as_ref(), watch).await?;
         // Acts are read and answered one at a time, in order, while updates flow.
         let (answers, answered) = tokio::sync::mpsc::channel(PLAY_ANSWERS);
+        let begun = play::Begun::default();
+        let taken_up = begun.clone();
         let service = Arc::clone(&self.service);
         tokio::spawn(async move {
             while let Ok(Some(message)) = inbound.message().await {
+                taken_up.one_more();
                 let answer = match message.request {
                     Some(Message::Act(mut act)) => {
                         if act.match_id.is_empty() {
                             act.match_id.clone_from(&match_id);
                         }
+                        let watched = act.match_id == match_id;
                         let request_id = act.request_id.clone();
                         let acted = async {
                             if let Some(c) = &client {
@@ -199,28 +206,40 @@ impl Missive for Grpc {
                             }
                             service.bounded(service.act(&caller, act)).await
                         };
-                        play_answer(request_id, acted.await)
+                        let acted = acted.await;
+                        let after = match &acted {
+                            Ok(acted) if watched && !acted.duplicate => acted.version,
+                            _ => 0,
+                        };
+                        play::Answer {
+                            after,
+                            response: play_answer(request_id, acted),
+                        }
                     }
-                    _ => play_answer(
-                        String::new(),
-                        Err(ApiError::invalid(
-                            "after its first message, a Play stream carries acts only",
-                        )),
-                    ),
+                    _ => play::Answer {
+                        after: 0,
+                        response: play_answer(
+                            String::new(),
+                            Err(ApiError::invalid(
+                                "after its first message, a Play stream carries acts only",
+                            )),
+                        ),
+                    },
                 };
-                if answers.send(Ok(answer)).await.is_err() {
+                if answers.send(answer).await.is_err() {
                     break;
                 }
             }
         });
-        let updates = updates.map(|item| {
-            item.map(|update| pb::PlayResponse {
-                response: Some(pb::play_response::Response::Update(update)),
+        let messages = play::Messages::new(updates, after, answered, begun).map(|message| {
+            message.map(|message| match message {
+                play::Message::Update(update) => pb::PlayResponse {
+                    response: Some(pb::play_response::Response::Update(update)),
+                },
+                play::Message::Answer(answer) => answer,
             })
         });
-        Ok(Response::new(Box::pin(
-            updates.merge(ReceiverStream::new(answered)),
-        )))
+        Ok(Response::new(Box::pin(messages)))
     }
 
     async fn get_history(

@@ -1,6 +1,8 @@
 //! The `Play` stream: acts and updates on one bidirectional gRPC stream. Every update reaches
 //! it as `WatchMatch` sends them, every act is answered in order as `Act` would answer it, a
 //! retried act is applied once however it comes, and a refused act leaves the stream open.
+//! An accepted act's answer comes after the update it made, so a client holds the new view
+//! when it reads the answer.
 
 use missive_proto::v1 as pb;
 use missive_proto::v1::missive_client::MissiveClient;
@@ -151,6 +153,11 @@ async fn a_match_played_over_play_streams_gets_every_update_and_every_answer() {
                 let acted_view = acted.view.expect("the act answers a view");
                 assert_eq!(acted_view.seat, Some(seat as u32));
                 assert_eq!(acted_view.version, acted.version);
+                assert_eq!(
+                    received[seat].last().map(|u| u.version),
+                    Some(acted.version),
+                    "seat {seat}: the update the act made comes before its answer"
+                );
             }
             other => panic!("seat {seat}'s act was answered {other:?}"),
         }
