@@ -158,6 +158,47 @@ impl<'de, T: Blank + Deserialize<'de>, const N: usize> Deserialize<'de> for Fixe
     }
 }
 
+impl<T: Blank, const N: usize> FixedVec<T, N> {
+    /// Keeps the items for which `keep` holds, in order.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len as usize {
+            let item = self.items[i];
+            if keep(&item) {
+                self.items[kept] = item;
+                kept += 1;
+            }
+        }
+        self.len = kept as u8;
+    }
+
+    /// Moves every item of `other` to the end of this list, leaving `other` empty.
+    pub(crate) fn append<const M: usize>(&mut self, other: &mut FixedVec<T, M>) {
+        self.extend_from_slice(other);
+        other.clear();
+    }
+}
+
+impl<'a, T: Blank, const N: usize> IntoIterator for &'a FixedVec<T, N> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<T: Blank, const N: usize> FromIterator<T> for FixedVec<T, N> {
+    /// Panics past `N` items, as [`FixedVec::push`] does.
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        let mut list = FixedVec::new();
+        for item in items {
+            list.push(item);
+        }
+        list
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +222,14 @@ mod tests {
         vec.extend_from_slice(&[7, 8]);
         assert_eq!(&*list, &vec[..]);
         assert_eq!(format!("{list:?}"), format!("{vec:?}"));
+        list.retain(|i| i % 2 == 1);
+        vec.retain(|i| i % 2 == 1);
+        assert_eq!(&*list, &vec[..]);
+        let mut other: FixedVec<u8, 2> = [6, 5].into_iter().collect();
+        list.append(&mut other);
+        vec.extend([6, 5]);
+        assert_eq!(&*list, &vec[..]);
+        assert!(other.is_empty());
         list.clear();
         assert!(list.is_empty());
     }

@@ -138,6 +138,10 @@ impl Suit {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Card(u8);
 
+impl crate::fixed::Blank for Card {
+    const BLANK: Card = Card(0);
+}
+
 impl Card {
     /// The card of this rank and suit.
     pub fn new(rank: Rank, suit: Suit) -> Card {
@@ -153,8 +157,19 @@ impl Card {
     }
 
     /// The full 52-card deck, in id order (2♠ 2♥ 2♦ 2♣ 3♠ … A♣).
+    pub const DECK: [Card; 52] = {
+        let mut deck = [Card(0); 52];
+        let mut id = 0;
+        while id < 52 {
+            deck[id] = Card(id as u8);
+            id += 1;
+        }
+        deck
+    };
+
+    /// [`Card::DECK`] as a `Vec`.
     pub fn deck() -> Vec<Card> {
-        (0..52).map(Card).collect()
+        Card::DECK.to_vec()
     }
 
     /// Parses an id such as `"10♠"`; panics on a bad id. For tests and examples.

@@ -9,7 +9,6 @@
 mod play;
 mod session;
 
-use std::collections::VecDeque;
 use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
@@ -25,6 +24,7 @@ use super::types::{
     Throw, View, VoteResult,
 };
 use crate::core::{Game, Observation, Outcome, Record, Seat, SeatSet, SetupError, Viewer};
+use crate::fixed::FixedVec;
 use crate::rng::{GameRng, Seed};
 
 type Obs = Vec<Observation<Event>>;
@@ -35,12 +35,20 @@ pub const ROSHAMBO_THROWS: u8 = 30;
 const TABLE_CARDS: usize = 3;
 /// Most custom effects one action may set off: a guard behind the loop check.
 const EFFECT_BUDGET: u32 = 64;
+/// Most seats at a table.
+const MAX_SEATS: usize = 5;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Cards of one deck at most, in order: a hand, a pile. Inline, so that playing, drawing and
+/// burning never allocate, and copying the state copies them in one go.
+type Cards = FixedVec<Card, 52>;
+/// A seat's face-down or face-up cards.
+type TableCards = FixedVec<Card, TABLE_CARDS>;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Player {
-    hand: Vec<Card>,
-    face_up: Vec<Card>,
-    face_down: Vec<Card>,
+    hand: Cards,
+    face_up: TableCards,
+    face_down: TableCards,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,9 +62,9 @@ enum Phase {
     },
     Voting {
         proposal: Proposal,
-        ballots: Vec<Option<Ballot>>,
+        ballots: FixedVec<Option<Ballot>, MAX_SEATS>,
         /// Seats that voted no, in the order they voted.
-        opposed: Vec<Seat>,
+        opposed: FixedVec<Seat, MAX_SEATS>,
     },
     Roshambo {
         proposal: Proposal,
@@ -94,6 +102,30 @@ enum Happened {
     FaceUpTaken,
 }
 
+impl crate::fixed::Blank for Happened {
+    const BLANK: Happened = Happened::Burned;
+}
+
+/// The base events the custom rules are still to react to, oldest first: one or two to start
+/// with, and one more for each pile an effect burns, which the effect budget bounds.
+struct Happenings(FixedVec<Happened, { 2 + EFFECT_BUDGET as usize }>);
+
+impl Happenings {
+    fn one(happened: Happened) -> Happenings {
+        let mut list = FixedVec::new();
+        list.push(happened);
+        Happenings(list)
+    }
+
+    fn push_back(&mut self, happened: Happened) {
+        self.0.push(happened);
+    }
+
+    fn pop_front(&mut self) -> Option<Happened> {
+        (!self.0.is_empty()).then(|| self.0.remove(0))
+    }
+}
+
 impl Happened {
     fn sets_off(self, trigger: Trigger) -> bool {
         match (self, trigger) {
@@ -126,16 +158,16 @@ pub struct Lopti {
     phase: Phase,
     players: Vec<Player>,
     /// The draw pile; its top is the last card. Before a deal it holds the undealt deck.
-    draw: Vec<Card>,
+    draw: Cards,
     /// The play pile, bottom first.
-    pile: Vec<Card>,
+    pile: Cards,
     top_play_count: u8,
-    pass_chain: Vec<Card>,
+    pass_chain: Cards,
     obligation: bool,
     /// Burned and discarded cards of this hand.
-    gone: Vec<Card>,
+    gone: Cards,
     /// Cards a short fixed deck left out of the first hand.
-    unused: Vec<Card>,
+    unused: Cards,
     turn: Turn,
     reversed: bool,
     skips: u8,
@@ -165,14 +197,14 @@ impl Lopti {
                         "fixed deck needs at least {needed} cards for {seats} seats"
                     )));
                 }
-                let unused = Card::deck()
+                let unused = Card::DECK
                     .into_iter()
                     .filter(|c| !deck.contains(c))
                     .collect();
                 // The draw pile's top is its last card.
                 (deck.iter().rev().copied().collect(), unused)
             }
-            None => (Card::deck(), Vec::new()),
+            None => (Card::DECK.into_iter().collect(), Cards::new()),
         };
         let mut state = Lopti {
             config: config.clone(),
@@ -188,11 +220,11 @@ impl Lopti {
             phase: Phase::Over,
             players: vec![Player::default(); usize::from(seats)],
             draw,
-            pile: Vec::new(),
+            pile: Cards::new(),
             top_play_count: 0,
-            pass_chain: Vec::new(),
+            pass_chain: Cards::new(),
             obligation: false,
-            gone: Vec::new(),
+            gone: Cards::new(),
             unused,
             turn: Turn::default(),
             reversed: false,
@@ -270,6 +302,14 @@ impl Lopti {
                 RuleBody::Enforced { spec } => Some(*spec),
                 RuleBody::Table { .. } => None,
             })
+            .collect()
+    }
+
+    /// The seats that won the most hands.
+    fn winners(&self) -> SeatSet {
+        let best = self.hands_won.iter().copied().max().unwrap_or(0);
+        (0..self.seat_count)
+            .filter(|s| self.hands_won[usize::from(*s)] == best)
             .collect()
     }
 
@@ -368,19 +408,21 @@ impl Game for Lopti {
         if self.phase != Phase::Over {
             return None;
         }
-        let best = self.hands_won.iter().copied().max().unwrap_or(0);
         Some(Outcome {
-            winners: (0..self.seat_count)
-                .filter(|s| self.hands_won[usize::from(*s)] == best)
-                .collect(),
+            winners: self.winners(),
             scores: self.hands_won.iter().map(|w| i32::from(*w)).collect(),
         })
     }
 
     fn legal_actions(&self, seat: Seat) -> Vec<Action> {
         let mut actions = Vec::new();
+        self.legal_actions_into(seat, &mut actions);
+        actions
+    }
+
+    fn legal_actions_into(&self, seat: Seat, actions: &mut Vec<Action>) {
         if seat >= self.seat_count || self.phase == Phase::Over {
-            return actions;
+            return;
         }
         if self.awaiting().contains(seat) {
             match &self.phase {
@@ -428,7 +470,7 @@ impl Game for Lopti {
                         }
                     }
                 }
-                Phase::Play => self.play_actions(seat, &mut actions),
+                Phase::Play => self.play_actions(seat, actions),
                 Phase::Over => {}
             }
         }
@@ -437,7 +479,6 @@ impl Game for Lopti {
                 actions.push(Action::CancelRule { rule: rule.id });
             }
         }
-        actions
     }
 
     fn default_action(&self, seat: Seat) -> Option<Action> {
@@ -461,8 +502,8 @@ impl Game for Lopti {
             Phase::Swap { .. } => Action::KeepCards,
             Phase::Play => {
                 let p = self.player(seat);
-                let mut hand = p.hand.clone();
-                hand.sort();
+                let mut hand = p.hand;
+                hand.sort_unstable();
                 // A playable rank, with every card of it held: shedding whole ranks keeps
                 // timed-out hands moving. Usually the lowest; every fourth round another one,
                 // chosen by the round number, so that seats which all time out don't repeat one
@@ -549,24 +590,24 @@ impl Game for Lopti {
             phase,
             awaiting: self.awaiting(),
             your_hand: me.map(|s| {
-                let mut hand = self.player(s).hand.clone();
-                hand.sort();
+                let mut hand = self.player(s).hand.to_vec();
+                hand.sort_unstable();
                 hand
             }),
             seats: (0..self.seat_count)
                 .map(|s| {
                     let p = self.player(s);
                     SeatView {
-                        face_up: p.face_up.clone(),
+                        face_up: p.face_up.to_vec(),
                         face_down: p.face_down.len() as u8,
                         in_hand: p.hand.len() as u8,
                         hands_won: self.hands_won[usize::from(s)],
                     }
                 })
                 .collect(),
-            pile: self.pile.clone(),
+            pile: self.pile.to_vec(),
             top_play_count: self.top_play_count,
-            pass_chain: self.pass_chain.clone(),
+            pass_chain: self.pass_chain.to_vec(),
             pass_obligation: self.obligation,
             play_at_most: top.filter(|t| self.base.low == Some(*t)),
             draw_pile: self.draw.len() as u8,
@@ -589,8 +630,8 @@ impl Lopti {
                 actions.push(Action::PlayFaceDown { index: i as u8 });
             }
         } else {
-            let mut hand = p.hand.clone();
-            hand.sort();
+            let mut hand = p.hand;
+            hand.sort_unstable();
             // Sorted by rank, so each rank's cards form one run.
             for run in hand.chunk_by(|a, b| a.rank() == b.rank()) {
                 for k in 1..=run.len() {

@@ -101,7 +101,7 @@ impl Lopti {
         }
         self.check_play(first.rank(), cards.len() as u8)?;
         self.player_mut(seat).hand.retain(|c| !cards.contains(c));
-        self.resolve_play(seat, cards.to_vec(), Source::Hand, out);
+        self.resolve_play(seat, cards, Source::Hand, out);
         Ok(())
     }
 
@@ -120,7 +120,7 @@ impl Lopti {
         }
         let card = self.player_mut(seat).face_down.remove(usize::from(index));
         if self.check_play(card.rank(), 1).is_ok() {
-            self.resolve_play(seat, vec![card], Source::FaceDown, out);
+            self.resolve_play(seat, &[card], Source::FaceDown, out);
         } else {
             out.push(Observation::public(Event::FaceDownFailed { seat, card }));
             self.pile.push(card);
@@ -135,7 +135,7 @@ impl Lopti {
     pub(super) fn resolve_play(
         &mut self,
         seat: Seat,
-        cards: Vec<Card>,
+        cards: &[Card],
         source: Source,
         out: &mut impl Record<Event>,
     ) {
@@ -143,15 +143,17 @@ impl Lopti {
         let count = cards.len() as u8;
         let bonus = self.turn.played;
         self.turn.plays_left = self.turn.plays_left.saturating_sub(1);
-        out.push(Observation::public(Event::Played {
-            seat,
-            cards: cards.clone(),
-            source,
-            bonus,
-        }));
-        let mut happened = vec![Happened::Played { rank, count }];
+        out.push_with(|| {
+            Observation::public(Event::Played {
+                seat,
+                cards: cards.to_vec(),
+                source,
+                bonus,
+            })
+        });
+        let mut happened = Happenings::one(Happened::Played { rank, count });
         let burned = if self.base.pass == Some(rank) {
-            self.pass_chain.extend(cards);
+            self.pass_chain.extend_from_slice(cards);
             if self.pass_chain.len() >= 4 {
                 Some(BurnCause::FourPasses)
             } else {
@@ -162,10 +164,10 @@ impl Lopti {
         } else {
             self.gone.append(&mut self.pass_chain);
             if self.base.burn == Some(rank) {
-                self.gone.extend(cards);
+                self.gone.extend_from_slice(cards);
                 Some(BurnCause::BurnRank)
             } else {
-                self.pile.extend(cards);
+                self.pile.extend_from_slice(cards);
                 self.top_play_count = count;
                 let run = self
                     .pile
@@ -183,7 +185,7 @@ impl Lopti {
         if let Some(cause) = burned {
             // A player who just went out gets no bonus play.
             self.burn(seat, cause, !won, out);
-            happened.push(Happened::Burned);
+            happened.push_back(Happened::Burned);
         }
         if won {
             self.finish_hand(seat, out);
@@ -222,15 +224,16 @@ impl Lopti {
         bonus: bool,
         out: &mut impl Record<Event>,
     ) {
-        let mut cards = std::mem::take(&mut self.pile);
-        cards.append(&mut self.pass_chain);
         // The burn rank itself already went to `gone`; report it with the burned cards.
-        out.push(Observation::public(Event::Burned {
-            seat,
-            cause,
-            cards: cards.clone(),
-        }));
-        self.gone.extend(cards);
+        out.push_with(|| {
+            Observation::public(Event::Burned {
+                seat,
+                cause,
+                cards: [&self.pile[..], &self.pass_chain[..]].concat(),
+            })
+        });
+        self.gone.append(&mut self.pile);
+        self.gone.append(&mut self.pass_chain);
         self.obligation = false;
         self.top_play_count = 0;
         if bonus {
@@ -240,19 +243,25 @@ impl Lopti {
     }
 
     pub(super) fn pick_up(&mut self, seat: Seat, out: &mut impl Record<Event>) {
-        let cards = std::mem::take(&mut self.pile);
+        let cards = self.pile;
+        self.pile.clear();
         self.gone.append(&mut self.pass_chain);
         self.obligation = false;
         self.top_play_count = 0;
-        self.player_mut(seat).hand.extend(cards.iter().copied());
-        out.push(Observation::public(Event::PickedUp { seat, cards }));
-        self.fire(seat, vec![Happened::PickedUp], out);
+        self.player_mut(seat).hand.extend_from_slice(&cards);
+        out.push_with(|| {
+            Observation::public(Event::PickedUp {
+                seat,
+                cards: cards.to_vec(),
+            })
+        });
+        self.fire(seat, Happenings::one(Happened::PickedUp), out);
         // A pickup ends the turn whatever a rule granted.
         self.turn.plays_left = 0;
     }
 
     pub(super) fn draw_cards(&mut self, seat: Seat, count: u8, out: &mut impl Record<Event>) {
-        let mut drawn = Vec::new();
+        let mut drawn = Cards::new();
         for _ in 0..count {
             match self.draw.pop() {
                 Some(card) => drawn.push(card),
@@ -266,8 +275,15 @@ impl Lopti {
             seat,
             count: drawn.len() as u8,
         }));
-        self.player_mut(seat).hand.extend(drawn.iter().copied());
-        out.push(Observation::to_seat(seat, Event::YouDrew { cards: drawn }));
+        self.player_mut(seat).hand.extend_from_slice(&drawn);
+        out.push_with(|| {
+            Observation::to_seat(
+                seat,
+                Event::YouDrew {
+                    cards: drawn.to_vec(),
+                },
+            )
+        });
     }
 
     pub(super) fn take_face_up_if_due(&mut self, seat: Seat, out: &mut impl Record<Event>) {
@@ -275,35 +291,36 @@ impl Lopti {
         if !p.hand.is_empty() || p.face_up.is_empty() {
             return;
         }
-        let cards = std::mem::take(&mut p.face_up);
-        p.hand = cards.clone();
-        out.push(Observation::public(Event::FaceUpTaken { seat, cards }));
-        self.fire(seat, vec![Happened::FaceUpTaken], out);
+        let cards = p.face_up;
+        p.face_up.clear();
+        p.hand.clear();
+        p.hand.extend_from_slice(&cards);
+        out.push_with(|| {
+            Observation::public(Event::FaceUpTaken {
+                seat,
+                cards: cards.to_vec(),
+            })
+        });
+        self.fire(seat, Happenings::one(Happened::FaceUpTaken), out);
     }
 
     /// Runs the custom rules that `happened` sets off, in rule order, and whatever their
     /// effects set off in turn.
-    pub(super) fn fire(
-        &mut self,
-        seat: Seat,
-        happened: Vec<Happened>,
-        out: &mut impl Record<Event>,
-    ) {
-        let mut queue: VecDeque<Happened> = happened.into();
+    pub(super) fn fire(&mut self, seat: Seat, mut queue: Happenings, out: &mut impl Record<Event>) {
         let mut budget = EFFECT_BUDGET;
         while let Some(event) = queue.pop_front() {
-            let firing: Vec<(RuleId, Effect)> = self
-                .rules
-                .iter()
-                .filter(|r| r.status == RuleStatus::Active)
-                .filter_map(|r| match r.body {
-                    RuleBody::Enforced { spec } if event.sets_off(spec.trigger) => {
-                        Some((r.id, spec.effect))
-                    }
-                    _ => None,
-                })
-                .collect();
-            for (rule, effect) in firing {
+            // No effect changes the rules, so they are read in place, by index, while the
+            // effects change the rest of the state.
+            for i in 0..self.rules.len() {
+                let (rule, effect) = match &self.rules[i] {
+                    Rule {
+                        id,
+                        status: RuleStatus::Active,
+                        body: RuleBody::Enforced { spec },
+                        ..
+                    } if event.sets_off(spec.trigger) => (*id, spec.effect),
+                    _ => continue,
+                };
                 if budget == 0 {
                     return;
                 }
@@ -352,11 +369,13 @@ impl Lopti {
         self.hand += 1;
         if self.hand >= self.config.hands {
             self.phase = Phase::Over;
-            let winners = self.outcome().map(|o| o.winners).unwrap_or_default();
-            out.push(Observation::public(Event::MatchOver {
-                hands_won: self.hands_won.clone(),
-                winners,
-            }));
+            let winners = self.winners();
+            out.push_with(|| {
+                Observation::public(Event::MatchOver {
+                    hands_won: self.hands_won.clone(),
+                    winners,
+                })
+            });
         } else {
             self.phase = Phase::RuleCreation { winner };
         }

@@ -53,22 +53,27 @@ impl Lopti {
         if spec.is_none() && text.is_none() {
             return Err(Error::EmptyRule);
         }
-        let mut bodies = Vec::new();
-        if let Some(spec) = spec {
-            self.check_new_rule(spec)?;
-            bodies.push(RuleBody::Enforced { spec });
-        }
-        if let Some(text) = text {
-            check_table_text(text)?;
-            let body = RuleBody::Table {
-                text: text.to_owned(),
-            };
-            if self.was_removed(&body) {
-                return Err(Error::RuleWasRemoved);
+        let enforced = match spec {
+            Some(spec) => {
+                self.check_new_rule(spec)?;
+                Some(RuleBody::Enforced { spec })
             }
-            bodies.push(body);
-        }
-        for body in bodies {
+            None => None,
+        };
+        let table = match text {
+            Some(text) => {
+                check_table_text(text)?;
+                let body = RuleBody::Table {
+                    text: text.to_owned(),
+                };
+                if self.was_removed(&body) {
+                    return Err(Error::RuleWasRemoved);
+                }
+                Some(body)
+            }
+            None => None,
+        };
+        for body in [enforced, table].into_iter().flatten() {
             let rule = Rule {
                 id: self.rules.len() as RuleId,
                 creator: seat,
@@ -76,9 +81,7 @@ impl Lopti {
                 body,
                 status: RuleStatus::Active,
             };
-            out.push(Observation::public(Event::RuleCreated {
-                rule: rule.clone(),
-            }));
+            out.push_with(|| Observation::public(Event::RuleCreated { rule: rule.clone() }));
             self.rules.push(rule);
         }
         self.begin_hand(out);
@@ -202,9 +205,11 @@ impl Lopti {
     pub(super) fn apply_change(&mut self, change: &Change, out: &mut impl Record<Event>) {
         // Scheduled changes are checked again: a rule may have been cancelled meanwhile.
         if self.check_change(change, Timing::NextHand).is_err() {
-            out.push(Observation::public(Event::ChangeLapsed {
-                change: change.clone(),
-            }));
+            out.push_with(|| {
+                Observation::public(Event::ChangeLapsed {
+                    change: change.clone(),
+                })
+            });
             return;
         }
         match change {
@@ -218,9 +223,11 @@ impl Lopti {
             Change::SetHandSize { size } => self.base.hand_size = *size,
             Change::SetSpecial { special, rank } => self.base.set_special(*special, *rank),
         }
-        out.push(Observation::public(Event::ChangeApplied {
-            change: change.clone(),
-        }));
+        out.push_with(|| {
+            Observation::public(Event::ChangeApplied {
+                change: change.clone(),
+            })
+        });
     }
 
     pub(super) fn set_status(&mut self, id: RuleId, status: RuleStatus) {
@@ -260,14 +267,16 @@ impl Lopti {
             change: change.clone(),
             timing,
         };
-        out.push(Observation::public(Event::Proposed {
-            proposal: proposal.clone(),
-        }));
+        out.push_with(|| {
+            Observation::public(Event::Proposed {
+                proposal: proposal.clone(),
+            })
+        });
         self.vote_held = true;
         self.phase = Phase::Voting {
             proposal,
-            ballots: vec![None; usize::from(self.seat_count)],
-            opposed: Vec::new(),
+            ballots: (0..self.seat_count).map(|_| None).collect(),
+            opposed: FixedVec::new(),
         };
         Ok(())
     }
@@ -290,12 +299,9 @@ impl Lopti {
             return;
         }
         let proposal = proposal.clone();
-        let opposed = opposed.clone();
-        let ballots: Vec<Ballot> = ballots
-            .iter()
-            .map(|b| b.unwrap_or(Ballot::Abstain))
-            .collect();
-        let yes = ballots.iter().filter(|b| **b == Ballot::Yes).count() as u8;
+        let opposed = *opposed;
+        let ballots = *ballots;
+        let yes = ballots.iter().filter(|b| **b == Some(Ballot::Yes)).count() as u8;
         let n = self.seat_count;
         let result = if 2 * yes > n {
             VoteResult::Passed
@@ -304,11 +310,16 @@ impl Lopti {
         } else {
             VoteResult::Failed
         };
-        out.push(Observation::public(Event::VoteCounted {
-            ballots,
-            yes,
-            result,
-        }));
+        out.push_with(|| {
+            Observation::public(Event::VoteCounted {
+                ballots: ballots
+                    .iter()
+                    .map(|b| b.unwrap_or(Ballot::Abstain))
+                    .collect(),
+                yes,
+                result,
+            })
+        });
         match result {
             VoteResult::Passed => self.enact(&proposal, out),
             VoteResult::Failed => {}
@@ -404,9 +415,11 @@ impl Lopti {
         match proposal.timing {
             Timing::Now => self.apply_change(&proposal.change, out),
             Timing::NextHand => {
-                out.push(Observation::public(Event::ChangeScheduled {
-                    change: proposal.change.clone(),
-                }));
+                out.push_with(|| {
+                    Observation::public(Event::ChangeScheduled {
+                        change: proposal.change.clone(),
+                    })
+                });
                 self.scheduled.push(proposal.change.clone());
             }
         }
@@ -414,10 +427,10 @@ impl Lopti {
 
     /// Deals the current hand and opens the swaps.
     pub(super) fn deal(&mut self, out: &mut impl Record<Event>) {
-        let mut deck: Vec<Card> = match (&self.config.fixed_deck, self.hand) {
-            (Some(fixed), 0) => fixed.clone(),
+        let deck: Cards = match (&self.config.fixed_deck, self.hand) {
+            (Some(fixed), 0) => fixed.iter().copied().collect(),
             _ => {
-                let mut deck = Card::deck();
+                let mut deck: Cards = Card::DECK.into_iter().collect();
                 self.rng.shuffle(&mut deck);
                 self.unused.clear();
                 deck
@@ -435,31 +448,35 @@ impl Lopti {
         self.skips = 0;
         self.turn = Turn::default();
         let hand_size = usize::from(self.base.hand_size);
-        let mut cards = deck.drain(..);
+        let mut cards = deck.iter().copied();
         for seat in 0..self.seat_count {
             let p = &mut self.players[usize::from(seat)];
             p.face_down = cards.by_ref().take(TABLE_CARDS).collect();
             p.face_up = cards.by_ref().take(TABLE_CARDS).collect();
             p.hand = cards.by_ref().take(hand_size).collect();
         }
-        let mut rest: Vec<Card> = cards.collect();
-        rest.reverse();
-        self.draw = rest;
+        // The draw pile's top is its last card.
+        self.draw = cards.rev().collect();
         for seat in 0..self.seat_count {
             let p = self.player(seat);
-            out.push(Observation::public(Event::Dealt {
-                seat,
-                face_up: p.face_up.clone(),
-                face_down: p.face_down.len() as u8,
-                in_hand: p.hand.len() as u8,
-                draw_pile: self.draw.len() as u8,
-            }));
-            out.push(Observation::to_seat(
-                seat,
-                Event::YourHand {
-                    cards: p.hand.clone(),
-                },
-            ));
+            let draw_pile = self.draw.len() as u8;
+            out.push_with(|| {
+                Observation::public(Event::Dealt {
+                    seat,
+                    face_up: p.face_up.to_vec(),
+                    face_down: p.face_down.len() as u8,
+                    in_hand: p.hand.len() as u8,
+                    draw_pile,
+                })
+            });
+            out.push_with(|| {
+                Observation::to_seat(
+                    seat,
+                    Event::YourHand {
+                        cards: p.hand.to_vec(),
+                    },
+                )
+            });
         }
         self.phase = Phase::Swap {
             done: SeatSet::EMPTY,
