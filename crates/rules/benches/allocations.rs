@@ -1,7 +1,9 @@
 //! Heap allocations per action of each engine, counted by a counting global allocator: on the
 //! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
-//! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's replay
-//! must allocate nothing; the run fails otherwise.
+//! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's and
+//! Amori e Intrighi's replays must allocate nothing, nor Lopti's of any action outside the
+//! rule phase (creating, proposing, voting on and cancelling rules, and the roshambo that
+//! breaks a tied vote, keep rules' text and lists on the heap); the run fails otherwise.
 //!
 //! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
 //! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
@@ -70,9 +72,43 @@ fn measure<G: Game>(config: &G::Config, seats: u8, pick: common::Pick<G>) -> Per
     }
 }
 
+/// Allocations on the replay path of Lopti's actions outside the rule phase, and those
+/// actions' count, each action counted on its own.
+fn lopti_hand_replay(seats: u8) -> (usize, usize) {
+    use lopti::Action;
+    let matches = common::stored_matches::<lopti::Lopti>(
+        &lopti::Config::default(),
+        seats,
+        common::lopti_progress,
+    );
+    let (mut allocations, mut actions) = (0, 0);
+    for (mut g, log) in matches {
+        for (seat, action) in &log {
+            let counted = count(|| {
+                black_box(g.replay(*seat, action)).expect("a stored action");
+            });
+            let rule_phase = matches!(
+                action,
+                Action::CreateRule { .. }
+                    | Action::SkipRule
+                    | Action::Propose { .. }
+                    | Action::Vote { .. }
+                    | Action::Throw { .. }
+                    | Action::CancelRule { .. }
+            );
+            if !rule_phase {
+                allocations += counted;
+                actions += 1;
+            }
+        }
+    }
+    (allocations, actions)
+}
+
 fn main() {
     // Criterion's and cargo's arguments (`--bench`) are not for this binary.
     let mut love_letter_replay = Vec::new();
+    let mut amori_replay = Vec::new();
     println!("allocations per action (replay | apply | playout)");
     for seats in [2, 4] {
         let ll = measure::<love_letter::LoveLetter>(
@@ -95,9 +131,26 @@ fn main() {
             "amori {seats}p: {:.3} | {:.3} | {:.3}",
             am.replay, am.apply, am.playout
         );
+        amori_replay.push(am.replay);
     }
     assert!(
         love_letter_replay.iter().all(|a| *a == 0.0),
         "Love Letter's replay allocated: {love_letter_replay:?} per action"
+    );
+    for seats in [2, 4] {
+        let (allocations, actions) = lopti_hand_replay(seats);
+        println!("lopti {seats}p outside the rule phase: {allocations} in {actions} replays");
+        assert!(
+            actions > 0,
+            "no Lopti actions outside the rule phase were replayed"
+        );
+        assert_eq!(
+            allocations, 0,
+            "Lopti's replay allocated outside the rule phase"
+        );
+    }
+    assert!(
+        amori_replay.iter().all(|a| *a == 0.0),
+        "Amori e Intrighi's replay allocated: {amori_replay:?} per action"
     );
 }

@@ -9,6 +9,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::fixed::Blank;
+
 use super::data::{
     CARDS_PER_GENTLEMAN, DAUGHTERS, DaughterData, EVENT_KINDS, EventKindData, GENTLEMEN,
     GentlemanData, event_card_count, gentleman_card_count,
@@ -298,6 +300,24 @@ impl FromStr for EventCardId {
 }
 
 string_serde!(EventCardId);
+
+// The first id of each table fills the unused slots of the state's inline lists.
+
+impl Blank for GentlemanId {
+    const BLANK: Self = GentlemanId(0);
+}
+
+impl Blank for CardId {
+    const BLANK: Self = CardId(0);
+}
+
+impl Blank for DaughterId {
+    const BLANK: Self = DaughterId(0);
+}
+
+impl Blank for EventCardId {
+    const BLANK: Self = EventCardId(0);
+}
 
 #[cfg(test)]
 mod tests {

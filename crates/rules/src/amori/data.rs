@@ -529,6 +529,20 @@ pub const fn event_card_count() -> usize {
     total
 }
 
+/// The most cards a location deck is dealt at setup, and so the most it ever holds: a card
+/// joins a location deck only in place of one that left it.
+pub const fn largest_location_deck() -> usize {
+    let mut largest = 0;
+    let mut i = 0;
+    while i < LOCATIONS.len() {
+        if LOCATIONS[i].deck_size > largest {
+            largest = LOCATIONS[i].deck_size;
+        }
+        i += 1;
+    }
+    largest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,13 +14,15 @@ use serde::{Deserialize, Serialize};
 use crate::core::{
     Audience, Game, Observation, Outcome, Record, Seat, SeatSet, SetupError, Viewer,
 };
+use crate::fixed::{Blank, FixedVec};
 use crate::rng::{GameRng, Seed};
 
 use super::cards::{CardId, DaughterId, EventCardId, GentlemanId};
 use super::data::{
-    Attribute, Attributes, CARDS_TO_MARRY, CASANOVA_LOSS, DAUGHTERS_PER_PLAYER, DRINK_LOSS, Die,
-    DieFace, EventEffect, HAND_LIMIT, Location, LocationStep, MAX_SUITORS, MEDAL_POINTS,
-    STARTING_EVENT_CARDS,
+    Attribute, Attributes, CARDS_PER_GENTLEMAN, CARDS_TO_MARRY, CASANOVA_LOSS, DAUGHTERS,
+    DAUGHTERS_PER_PLAYER, DRINK_LOSS, Die, DieFace, EventEffect, GENTLEMEN, HAND_LIMIT, Location,
+    LocationStep, MAX_SUITORS, MEDAL_POINTS, STARTING_EVENT_CARDS, event_card_count,
+    gentleman_card_count, largest_location_deck,
 };
 use super::error::Error;
 use super::types::{
@@ -30,16 +32,104 @@ use super::types::{
 
 type Obs = Vec<Observation<Event>>;
 
+/// The most seats at the table.
+const MAX_SEATS: usize = 4;
+/// Every card of one gentleman.
+const PER_GENTLEMAN: usize = CARDS_PER_GENTLEMAN as usize;
+
+// Every list of the state is kept inline, each within a bound the rules keep, so playing never
+// allocates and neither does cloning a state.
+
+/// A pile of gentleman cards: never more than the box holds.
+type Cards = FixedVec<CardId, { gentleman_card_count() }>;
+/// A location's gentleman deck: never more than the largest deals at setup.
+type Deck = FixedVec<CardId, { largest_location_deck() }>;
+/// A daughter's suitors: at most [`MAX_SUITORS`] gentlemen, each with at most all his cards.
+type Suitors = FixedVec<CardId, { MAX_SUITORS * PER_GENTLEMAN }>;
+/// Cards of one gentleman: never more than he has.
+type HisCards = FixedVec<CardId, PER_GENTLEMAN>;
+/// Distinct gentlemen: never more than the table lists.
+type Gentlemen = FixedVec<GentlemanId, { GENTLEMEN.len() }>;
+/// A pile of event cards: never more than the box holds.
+type EventCards = FixedVec<EventCardId, { event_card_count() }>;
+/// An event hand: the limit, and the card drawn before discarding down to it.
+type Hand = FixedVec<EventCardId, { HAND_LIMIT + 1 }>;
+
+/// The daughter in play: an [`ActiveDaughter`] with her suitors inline. Reads and writes as
+/// one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Daughter {
+    pub(super) daughter: DaughterId,
+    pub(super) attributes: Attributes,
+    /// Her gentleman cards, face up, in the order they came.
+    pub(super) suitors: Suitors,
+}
+
+impl Daughter {
+    /// `daughter` turned face up, at her starting values and with no suitor.
+    fn revealed(daughter: DaughterId) -> Self {
+        Daughter {
+            daughter,
+            attributes: daughter.data().start,
+            suitors: Suitors::new(),
+        }
+    }
+
+    /// Takes every card of `gentleman` from her suitors, in the order they came.
+    fn part_with(&mut self, gentleman: GentlemanId) -> HisCards {
+        take_his(&mut self.suitors, gentleman)
+    }
+
+    fn view(&self) -> ActiveDaughter {
+        ActiveDaughter {
+            daughter: self.daughter,
+            attributes: self.attributes,
+            suitors: self.suitors.to_vec(),
+        }
+    }
+}
+
+/// Takes every card of `gentleman` out of `pile`, in order.
+fn take_his<const N: usize>(pile: &mut FixedVec<CardId, N>, gentleman: GentlemanId) -> HisCards {
+    let his = pile
+        .iter()
+        .copied()
+        .filter(|c| c.gentleman() == gentleman)
+        .collect();
+    pile.retain(|c| c.gentleman() != gentleman);
+    his
+}
+
 /// One player's table: daughters, pawn, event cards.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Player {
-    pub(super) active: Option<ActiveDaughter>,
+    pub(super) active: Option<Daughter>,
     /// Face-down daughters, the next to turn up first.
-    pub(super) face_down: Vec<DaughterId>,
-    pub(super) brides: Vec<Bride>,
+    pub(super) face_down: FixedVec<DaughterId, { DAUGHTERS_PER_PLAYER - 1 }>,
+    pub(super) brides: FixedVec<Bride, DAUGHTERS_PER_PLAYER>,
     pub(super) location: Option<Location>,
-    pub(super) hand: Vec<EventCardId>,
-    pub(super) kept: Vec<EventCardId>,
+    pub(super) hand: Hand,
+    pub(super) kept: EventCards,
+}
+
+impl Blank for Bride {
+    const BLANK: Self = Bride {
+        daughter: DaughterId::BLANK,
+        attributes: Attributes::new(0, 0, 0),
+        husband: GentlemanId::BLANK,
+        kept: CardId::BLANK,
+    };
+}
+
+impl Blank for Player {
+    const BLANK: Self = Player {
+        active: None,
+        face_down: FixedVec::new(),
+        brides: FixedVec::new(),
+        location: None,
+        hand: FixedVec::new(),
+        kept: FixedVec::new(),
+    };
 }
 
 /// The step of the current player's turn to return to once a nested decision (a gentleman
@@ -69,18 +159,18 @@ pub struct Amori {
     pub(super) starting_player: Seat,
     pub(super) current: Seat,
     pub(super) turn: u32,
-    pub(super) players: Vec<Player>,
+    pub(super) players: FixedVec<Player, MAX_SEATS>,
     /// Face-down gentleman decks, by [`Location::index`]; the last card is the top.
-    pub(super) location_decks: Vec<Vec<CardId>>,
+    pub(super) location_decks: [Deck; Location::ALL.len()],
     /// The last card is the top.
-    pub(super) main_deck: Vec<CardId>,
-    pub(super) gentleman_discard: Vec<CardId>,
-    pub(super) retired: Vec<CardId>,
-    pub(super) removed: Vec<CardId>,
+    pub(super) main_deck: Cards,
+    pub(super) gentleman_discard: Cards,
+    pub(super) retired: Cards,
+    pub(super) removed: Cards,
     /// Daughter boards nobody was dealt: stay in the box, unseen.
-    pub(super) unused_daughters: Vec<DaughterId>,
-    pub(super) event_deck: Vec<EventCardId>,
-    pub(super) event_discard: Vec<EventCardId>,
+    pub(super) unused_daughters: FixedVec<DaughterId, { DAUGHTERS.len() }>,
+    pub(super) event_deck: EventCards,
+    pub(super) event_discard: EventCards,
     pub(super) phase: Phase,
     pub(super) resume: Resume,
     pub(super) married_this_turn: bool,
@@ -93,7 +183,7 @@ fn tables_ok() -> bool {
         .iter()
         .enumerate()
         .all(|(i, l)| l.location.index() == i)
-        && super::data::DAUGHTERS.len() >= 4 * DAUGHTERS_PER_PLAYER
+        && DAUGHTERS.len() >= MAX_SEATS * DAUGHTERS_PER_PLAYER
 }
 
 impl Game for Amori {
@@ -107,7 +197,7 @@ impl Game for Amori {
     type Error = Error;
 
     fn seat_range(_config: &Config) -> RangeInclusive<u8> {
-        2..=4
+        2..=MAX_SEATS as u8
     }
 
     fn setup(config: &Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {
@@ -132,38 +222,34 @@ impl Game for Amori {
         let mut daughters: Vec<DaughterId> = DaughterId::all().collect();
         rng.shuffle(&mut daughters);
 
-        let mut players = Vec::with_capacity(usize::from(seats));
+        let mut players = FixedVec::new();
         for _ in 0..seats {
             let mut dealt: Vec<DaughterId> = daughters.drain(..DAUGHTERS_PER_PLAYER).collect();
             let first = dealt.remove(0);
-            let mut hand = Vec::new();
+            let mut hand = Hand::new();
             for _ in 0..STARTING_EVENT_CARDS {
                 if let Some(card) = event_deck.pop() {
                     hand.push(card);
                 }
             }
             players.push(Player {
-                active: Some(ActiveDaughter {
-                    daughter: first,
-                    attributes: first.data().start,
-                    suitors: Vec::new(),
-                }),
-                face_down: dealt,
-                brides: Vec::new(),
+                active: Some(Daughter::revealed(first)),
+                face_down: dealt.into_iter().collect(),
+                brides: FixedVec::new(),
                 location: None,
                 hand,
-                kept: Vec::new(),
+                kept: FixedVec::new(),
             });
         }
 
         let (mut main_deck, removed): (Vec<CardId>, Vec<CardId>) =
             CardId::all().partition(|c| seats > 2 || !c.gentleman().data().brown);
         rng.shuffle(&mut main_deck);
-        let mut location_decks = Vec::with_capacity(Location::ALL.len());
+        let mut location_decks = [Deck::new(); Location::ALL.len()];
         for location in Location::ALL {
             let take = location.data().deck_size.min(main_deck.len());
             let deck = main_deck.split_off(main_deck.len() - take);
-            location_decks.push(deck);
+            location_decks[location.index()].extend_from_slice(&deck);
         }
 
         let starting_player = match config.starting_player {
@@ -179,13 +265,13 @@ impl Game for Amori {
             turn: 1,
             players,
             location_decks,
-            main_deck,
-            gentleman_discard: Vec::new(),
-            retired: Vec::new(),
-            removed,
-            unused_daughters: daughters,
-            event_deck,
-            event_discard: Vec::new(),
+            main_deck: main_deck.into_iter().collect(),
+            gentleman_discard: Cards::new(),
+            retired: Cards::new(),
+            removed: removed.into_iter().collect(),
+            unused_daughters: daughters.into_iter().collect(),
+            event_deck: event_deck.into_iter().collect(),
+            event_discard: EventCards::new(),
             phase: Phase::Visit,
             resume: Resume::Visit,
             married_this_turn: false,
@@ -224,7 +310,7 @@ impl Game for Amori {
             location_decks,
             main_deck_size: self.main_deck.len(),
             event_deck_size: self.event_deck.len(),
-            removed: self.removed.clone(),
+            removed: self.removed.to_vec(),
         })];
         for (i, p) in self.players.iter().enumerate() {
             let seat = i as Seat;
@@ -232,7 +318,7 @@ impl Game for Amori {
                 seat,
                 Event::HandDealt {
                     seat,
-                    cards: p.hand.clone(),
+                    cards: p.hand.to_vec(),
                 },
             ));
         }
@@ -255,10 +341,15 @@ impl Game for Amori {
     }
 
     fn legal_actions(&self, seat: Seat) -> Vec<Action> {
-        if self.decider() != Some(seat) {
-            return Vec::new();
-        }
         let mut actions = Vec::new();
+        self.legal_actions_into(seat, &mut actions);
+        actions
+    }
+
+    fn legal_actions_into(&self, seat: Seat, actions: &mut Vec<Action>) {
+        if self.decider() != Some(seat) {
+            return;
+        }
         match &self.phase {
             Phase::Visit => {
                 let here = self.players[usize::from(seat)].location;
@@ -268,32 +359,32 @@ impl Game for Amori {
                     }
                 }
                 if let Some(here) = here {
-                    for target in self.intrigue_targets(seat, here) {
+                    for target in self.intrigue_targets(seat, here).iter() {
                         actions.push(Action::Intrigue { target });
                     }
                 }
-                self.event_plays(seat, &mut actions);
+                self.event_plays(seat, actions);
             }
             Phase::ActionOrIntrigue { location } => {
                 let choices = choice_options(*location);
                 if choices.is_empty() {
                     actions.push(Action::LocationAction { choice: None });
                 } else {
-                    for choice in choices {
+                    for &choice in choices {
                         actions.push(Action::LocationAction {
                             choice: Some(choice),
                         });
                     }
                 }
-                for target in self.intrigue_targets(seat, *location) {
+                for target in self.intrigue_targets(seat, *location).iter() {
                     actions.push(Action::Intrigue { target });
                 }
-                self.event_plays(seat, &mut actions);
+                self.event_plays(seat, actions);
             }
             Phase::ChooseGentleman { location, .. } => {
-                let mut cards = self.location_decks[location.index()].clone();
-                cards.sort();
-                actions.extend(cards.into_iter().map(|card| Action::Take { card }));
+                let mut cards = self.location_decks[location.index()];
+                cards.sort_unstable();
+                actions.extend(cards.iter().map(|&card| Action::Take { card }));
             }
             Phase::IntrigueSpoils { victim, .. } => {
                 if let Some(d) = &self.players[usize::from(*victim)].active {
@@ -301,13 +392,13 @@ impl Game for Amori {
                 }
             }
             Phase::SuitorLimit { seat, .. } => {
-                for gentleman in self.suitor_gentlemen(*seat) {
+                for &gentleman in self.suitor_gentlemen(*seat).iter() {
                     actions.push(Action::GiveUp { gentleman });
                 }
             }
             Phase::Reaction { .. } => {
                 actions.push(Action::Pass);
-                for &card in &self.players[usize::from(seat)].hand {
+                for &card in self.players[usize::from(seat)].hand.iter() {
                     if card.kind().data().effect.is_reaction() {
                         actions.push(Action::React { card });
                     }
@@ -315,16 +406,15 @@ impl Game for Amori {
             }
             Phase::Events => {
                 actions.push(Action::EndTurn);
-                self.event_plays(seat, &mut actions);
+                self.event_plays(seat, actions);
             }
             Phase::Discard { .. } => {
-                for &card in &self.players[usize::from(seat)].hand {
+                for &card in self.players[usize::from(seat)].hand.iter() {
                     actions.push(Action::Discard { card });
                 }
             }
             Phase::Over => {}
         }
-        actions
     }
 
     fn apply(&mut self, seat: Seat, action: &Action) -> Result<Obs, Error> {
@@ -363,13 +453,13 @@ impl Game for Amori {
                 let seat = i as Seat;
                 PlayerView {
                     seat,
-                    active: p.active.clone(),
+                    active: p.active.as_ref().map(Daughter::view),
                     location: p.location,
                     face_down: p.face_down.len(),
-                    brides: p.brides.clone(),
+                    brides: p.brides.to_vec(),
                     hand_size: p.hand.len(),
-                    hand: (viewer == Viewer::Seat(seat)).then(|| p.hand.clone()),
-                    kept_for_points: p.kept.clone(),
+                    hand: (viewer == Viewer::Seat(seat)).then(|| p.hand.to_vec()),
+                    kept_for_points: p.kept.to_vec(),
                 }
             })
             .collect();
@@ -402,11 +492,11 @@ impl Game for Amori {
             players,
             location_decks,
             main_deck_size: self.main_deck.len(),
-            gentleman_discard: self.gentleman_discard.clone(),
-            retired: self.retired.clone(),
-            removed: self.removed.clone(),
+            gentleman_discard: self.gentleman_discard.to_vec(),
+            retired: self.retired.to_vec(),
+            removed: self.removed.to_vec(),
             event_deck_size: self.event_deck.len(),
-            event_discard: self.event_discard.clone(),
+            event_discard: self.event_discard.to_vec(),
             final_round: self.final_round,
             scoring: over.then(|| self.scoring()),
             outcome: self.outcome(),
@@ -442,17 +532,17 @@ fn sorted(cards: &[CardId]) -> Vec<CardId> {
     cards
 }
 
-/// The attributes a location's choice box offers (empty when it has none).
-fn choice_options(location: Location) -> Vec<Attribute> {
+/// The attributes a location's choice box offers (none when it has no such box).
+fn choice_options(location: Location) -> &'static [Attribute] {
     location
         .data()
         .steps
         .iter()
         .find_map(|step| match step {
-            LocationStep::GainOneOf(options, _) => Some(options.to_vec()),
+            LocationStep::GainOneOf(options, _) => Some(*options),
             _ => None,
         })
-        .unwrap_or_default()
+        .unwrap_or(&[])
 }
 
 impl Amori {
@@ -561,9 +651,9 @@ impl Amori {
     }
 
     /// Seats whose daughter `seat` may intrigue against at `location`.
-    fn intrigue_targets(&self, seat: Seat, location: Location) -> Vec<Seat> {
+    fn intrigue_targets(&self, seat: Seat, location: Location) -> SeatSet {
         if !location.data().intrigue_allowed || !self.has_suitors(seat) {
-            return Vec::new();
+            return SeatSet::EMPTY;
         }
         (0..self.seats)
             .filter(|&t| {
@@ -573,10 +663,10 @@ impl Amori {
     }
 
     /// The distinct gentlemen whose cards `seat`'s daughter holds, in the order they came.
-    fn suitor_gentlemen(&self, seat: Seat) -> Vec<GentlemanId> {
-        let mut out = Vec::new();
+    fn suitor_gentlemen(&self, seat: Seat) -> Gentlemen {
+        let mut out = Gentlemen::new();
         if let Some(d) = &self.player(seat).active {
-            for card in &d.suitors {
+            for card in d.suitors.iter() {
                 if !out.contains(&card.gentleman()) {
                     out.push(card.gentleman());
                 }
@@ -600,7 +690,7 @@ impl Amori {
         let Some(me) = &self.player(seat).active else {
             return;
         };
-        for &card in &self.player(seat).hand {
+        for &card in self.player(seat).hand.iter() {
             let play = |target, location| Action::PlayEvent {
                 card,
                 target,

@@ -229,7 +229,7 @@ pub struct ActiveDaughter {
 }
 
 /// A married daughter, as kept for scoring.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bride {
     pub daughter: DaughterId,
     pub attributes: Attributes,

@@ -12,7 +12,7 @@ impl Amori {
                 continue;
             };
             let mut best: Option<GentlemanId> = None;
-            for gentleman in self.suitor_gentlemen(seat) {
+            for &gentleman in self.suitor_gentlemen(seat).iter() {
                 let count = d
                     .suitors
                     .iter()
@@ -38,11 +38,10 @@ impl Amori {
 
     pub(super) fn marry(&mut self, seat: Seat, husband: GentlemanId, obs: &mut impl Record<Event>) {
         let player = self.player_mut(seat);
-        let Some(bride) = player.active.take() else {
+        let Some(mut bride) = player.active.take() else {
             return;
         };
-        let (his, others): (Vec<CardId>, Vec<CardId>) =
-            bride.suitors.iter().partition(|c| c.gentleman() == husband);
+        let his = bride.part_with(husband);
         let kept = his[0];
         player.brides.push(Bride {
             daughter: bride.daughter,
@@ -50,55 +49,55 @@ impl Amori {
             husband,
             kept,
         });
-        obs.push(Observation::public(Event::Married {
-            seat,
-            daughter: bride.daughter,
-            gentleman: husband,
-            kept,
-        }));
+        obs.push_with(|| {
+            Observation::public(Event::Married {
+                seat,
+                daughter: bride.daughter,
+                gentleman: husband,
+                kept,
+            })
+        });
         // His other cards leave the game, wherever they lie face up.
-        let mut retired: Vec<CardId> = his[1..].to_vec();
-        for p in &mut self.players {
+        let mut retired = HisCards::new();
+        retired.extend_from_slice(&his[1..]);
+        for p in self.players.iter_mut() {
             if let Some(d) = p.active.as_mut() {
-                retired.extend(d.suitors.iter().filter(|c| c.gentleman() == husband));
-                d.suitors.retain(|c| c.gentleman() != husband);
+                retired.extend_from_slice(&d.part_with(husband));
             }
         }
-        retired.extend(
-            self.gentleman_discard
-                .iter()
-                .filter(|c| c.gentleman() == husband),
-        );
-        self.gentleman_discard.retain(|c| c.gentleman() != husband);
+        retired.extend_from_slice(&take_his(&mut self.gentleman_discard, husband));
         if !retired.is_empty() {
-            obs.push(Observation::public(Event::GentlemenRetired {
-                cards: retired.clone(),
-            }));
-            self.retired.extend(retired);
+            obs.push_with(|| {
+                Observation::public(Event::GentlemenRetired {
+                    cards: retired.to_vec(),
+                })
+            });
+            self.retired.extend_from_slice(&retired);
         }
+        // Her other suitors are discarded.
+        let others = bride.suitors;
         if !others.is_empty() {
-            obs.push(Observation::public(Event::GentlemenDiscarded {
-                cards: others.clone(),
-            }));
-            self.gentleman_discard.extend(others);
+            obs.push_with(|| {
+                Observation::public(Event::GentlemenDiscarded {
+                    cards: others.to_vec(),
+                })
+            });
+            self.gentleman_discard.extend_from_slice(&others);
         }
         let player = self.player_mut(seat);
         if player.face_down.is_empty() {
-            obs.push(Observation::public(Event::FinalRound { seat }));
+            obs.push_with(|| Observation::public(Event::FinalRound { seat }));
             self.final_round = true;
         } else {
-            let next = player.face_down.remove(0);
-            let attributes = next.data().start;
-            player.active = Some(ActiveDaughter {
-                daughter: next,
-                attributes,
-                suitors: Vec::new(),
+            let next = Daughter::revealed(player.face_down.remove(0));
+            player.active = Some(next);
+            obs.push_with(|| {
+                Observation::public(Event::DaughterRevealed {
+                    seat,
+                    daughter: next.daughter,
+                    attributes: next.attributes,
+                })
             });
-            obs.push(Observation::public(Event::DaughterRevealed {
-                seat,
-                daughter: next,
-                attributes,
-            }));
         }
         self.married_this_turn = true;
     }
@@ -110,14 +109,16 @@ impl Amori {
         if self.event_deck.is_empty() && !self.event_discard.is_empty() {
             self.event_deck = std::mem::take(&mut self.event_discard);
             self.rng.shuffle(&mut self.event_deck);
-            obs.push(Observation::public(Event::EventDeckReshuffled {
-                size: self.event_deck.len(),
-            }));
+            obs.push_with(|| {
+                Observation::public(Event::EventDeckReshuffled {
+                    size: self.event_deck.len(),
+                })
+            });
         }
         if let Some(card) = self.event_deck.pop() {
             self.player_mut(seat).hand.push(card);
-            obs.push(Observation::to_seat(seat, Event::EventDrawn { seat, card }));
-            obs.push(Observation {
+            obs.push_with(|| Observation::to_seat(seat, Event::EventDrawn { seat, card }));
+            obs.push_with(|| Observation {
                 audience: Audience::Everyone,
                 event: Event::EventDrawnFaceDown { seat },
             });
@@ -142,16 +143,20 @@ impl Amori {
             if self.player(self.current).active.is_some() {
                 self.turn += 1;
                 self.phase = Phase::Visit;
-                obs.push(Observation::public(Event::TurnStarted {
-                    seat: self.current,
-                    turn: self.turn,
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::TurnStarted {
+                        seat: self.current,
+                        turn: self.turn,
+                    })
+                });
                 return;
             }
         }
         self.phase = Phase::Over;
-        obs.push(Observation::public(Event::GameOver {
-            scoring: self.scoring(),
-        }));
+        obs.push_with(|| {
+            Observation::public(Event::GameOver {
+                scoring: self.scoring(),
+            })
+        });
     }
 }

@@ -17,10 +17,12 @@ impl Amori {
                     return Err(Error::MustMove);
                 }
                 self.player_mut(seat).location = Some(*location);
-                obs.push(Observation::public(Event::Visited {
-                    seat,
-                    location: *location,
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::Visited {
+                        seat,
+                        location: *location,
+                    })
+                });
                 self.phase = Phase::ActionOrIntrigue {
                     location: *location,
                 };
@@ -43,16 +45,16 @@ impl Amori {
                     .position(|c| c == card)
                     .ok_or(Error::CardNotOffered)?;
                 deck.remove(at);
-                obs.push(Observation::public(Event::TookFromLocation {
-                    seat,
-                    location,
-                    card: *card,
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::TookFromLocation {
+                        seat,
+                        location,
+                        card: *card,
+                    })
+                });
                 if let Some(top) = self.draw_main(obs) {
                     self.location_decks[location.index()].push(top);
-                    obs.push(Observation::public(Event::LocationDeckRefilled {
-                        location,
-                    }));
+                    obs.push_with(|| Observation::public(Event::LocationDeckRefilled { location }));
                 }
                 self.card_joins(seat, *card, obs);
                 Ok(())
@@ -69,11 +71,13 @@ impl Amori {
                     .position(|c| c == card)
                     .ok_or(Error::CardNotOffered)?;
                 from.suitors.remove(at);
-                obs.push(Observation::public(Event::TookFromRival {
-                    seat: taker,
-                    from: victim,
-                    card: *card,
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::TookFromRival {
+                        seat: taker,
+                        from: victim,
+                        card: *card,
+                    })
+                });
                 self.card_joins(taker, *card, obs);
                 Ok(())
             }
@@ -81,22 +85,20 @@ impl Amori {
                 if !self.suitor_gentlemen(seat).contains(gentleman) {
                     return Err(Error::NotASuitor);
                 }
-                let daughter = self
+                let given = self
                     .player_mut(seat)
                     .active
                     .as_mut()
-                    .ok_or(Error::NoDaughter)?;
-                let (given, kept): (Vec<CardId>, Vec<CardId>) = daughter
-                    .suitors
-                    .iter()
-                    .partition(|c| c.gentleman() == *gentleman);
-                daughter.suitors = kept;
-                obs.push(Observation::public(Event::GaveUp {
-                    seat,
-                    gentleman: *gentleman,
-                    cards: given.clone(),
-                }));
-                self.gentleman_discard.extend(given);
+                    .ok_or(Error::NoDaughter)?
+                    .part_with(*gentleman);
+                obs.push_with(|| {
+                    Observation::public(Event::GaveUp {
+                        seat,
+                        gentleman: *gentleman,
+                        cards: given.to_vec(),
+                    })
+                });
+                self.gentleman_discard.extend_from_slice(&given);
                 self.card_joins(seat, incoming, obs);
                 Ok(())
             }
@@ -119,10 +121,12 @@ impl Amori {
                 hand.remove(at);
                 self.event_discard.push(hostile);
                 self.event_discard.push(*card);
-                obs.push(Observation::public(Event::Reacted {
-                    seat: target,
-                    card: *card,
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::Reacted {
+                        seat: target,
+                        card: *card,
+                    })
+                });
                 self.settle(obs);
                 Ok(())
             }
@@ -134,7 +138,7 @@ impl Amori {
                 },
                 Action::Pass,
             ) => {
-                obs.push(Observation::public(Event::Passed { seat: target }));
+                obs.push_with(|| Observation::public(Event::Passed { seat: target }));
                 self.event_discard.push(card);
                 self.resolve_hostile(attacker, target, card, obs);
                 Ok(())
@@ -159,10 +163,7 @@ impl Amori {
                     .ok_or(Error::CardNotInHand)?;
                 hand.remove(at);
                 self.event_discard.push(*card);
-                obs.push(Observation::public(Event::EventDiscarded {
-                    seat,
-                    card: *card,
-                }));
+                obs.push_with(|| Observation::public(Event::EventDiscarded { seat, card: *card }));
                 if self.player(seat).hand.len() <= HAND_LIMIT {
                     self.next_turn(obs);
                 }
@@ -200,10 +201,10 @@ impl Amori {
         if target >= self.seats || target == seat {
             return Err(Error::InvalidTarget);
         }
-        if !self.intrigue_targets(seat, at).contains(&target) {
+        if !self.intrigue_targets(seat, at).contains(target) {
             return Err(Error::NoIntrigue);
         }
-        obs.push(Observation::public(Event::Intrigued { seat, target }));
+        obs.push_with(|| Observation::public(Event::Intrigued { seat, target }));
         self.resume = Resume::Events;
         self.roll_intrigue(seat, target, obs);
         Ok(())
@@ -228,7 +229,7 @@ impl Amori {
     pub(super) fn roll(&mut self, seat: Seat, die: Die, obs: &mut impl Record<Event>) -> DieFace {
         let faces = die.faces();
         let face = faces[self.rng.below(faces.len() as u32) as usize];
-        obs.push(Observation::public(Event::Rolled { seat, die, face }));
+        obs.push_with(|| Observation::public(Event::Rolled { seat, die, face }));
         face
     }
 
@@ -264,11 +265,13 @@ impl Amori {
         if let Some(d) = self.player_mut(seat).active.as_mut() {
             d.attributes.adjust(attribute, delta);
             let value = d.attributes.get(attribute);
-            obs.push(Observation::public(Event::AttributeChanged {
-                seat,
-                attribute,
-                value,
-            }));
+            obs.push_with(|| {
+                Observation::public(Event::AttributeChanged {
+                    seat,
+                    attribute,
+                    value,
+                })
+            });
         }
         self.check_marriages(obs);
     }
@@ -319,13 +322,15 @@ impl Amori {
         if deck.is_empty() {
             self.settle(obs);
         } else {
-            obs.push(Observation::to_seat(
-                seat,
-                Event::DeckShown {
-                    location,
-                    cards: sorted(deck),
-                },
-            ));
+            obs.push_with(|| {
+                Observation::to_seat(
+                    seat,
+                    Event::DeckShown {
+                        location,
+                        cards: sorted(deck),
+                    },
+                )
+            });
             self.phase = Phase::ChooseGentleman { seat, location };
         }
     }
@@ -334,7 +339,7 @@ impl Amori {
     pub(super) fn reveal(&mut self, location: Location, obs: &mut impl Record<Event>) {
         loop {
             let deck = &self.location_decks[location.index()];
-            let stale: Vec<CardId> = deck
+            let stale: Deck = deck
                 .iter()
                 .copied()
                 .filter(|c| self.is_married(c.gentleman()))
@@ -343,16 +348,16 @@ impl Amori {
                 return;
             }
             self.location_decks[location.index()].retain(|c| !stale.contains(c));
-            obs.push(Observation::public(Event::GentlemenRetired {
-                cards: stale.clone(),
-            }));
-            self.retired.extend(&stale);
+            obs.push_with(|| {
+                Observation::public(Event::GentlemenRetired {
+                    cards: stale.to_vec(),
+                })
+            });
+            self.retired.extend_from_slice(&stale);
             for _ in 0..stale.len() {
                 if let Some(card) = self.draw_main(obs) {
                     self.location_decks[location.index()].push(card);
-                    obs.push(Observation::public(Event::LocationDeckRefilled {
-                        location,
-                    }));
+                    obs.push_with(|| Observation::public(Event::LocationDeckRefilled { location }));
                 }
             }
         }
@@ -368,16 +373,18 @@ impl Amori {
                 }
                 self.main_deck = std::mem::take(&mut self.gentleman_discard);
                 self.rng.shuffle(&mut self.main_deck);
-                obs.push(Observation::public(Event::MainDeckReshuffled {
-                    size: self.main_deck.len(),
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::MainDeckReshuffled {
+                        size: self.main_deck.len(),
+                    })
+                });
             }
             let card = self.main_deck.pop()?;
             if self.is_married(card.gentleman()) {
                 self.retired.push(card);
-                obs.push(Observation::public(Event::GentlemenRetired {
-                    cards: vec![card],
-                }));
+                obs.push_with(|| {
+                    Observation::public(Event::GentlemenRetired { cards: vec![card] })
+                });
                 continue;
             }
             return Some(card);
@@ -391,9 +398,7 @@ impl Amori {
         let Some(daughter) = self.player_mut(seat).active.as_mut() else {
             // Nobody to receive it (every daughter married): it is discarded.
             self.gentleman_discard.push(card);
-            obs.push(Observation::public(Event::GentlemenDiscarded {
-                cards: vec![card],
-            }));
+            obs.push_with(|| Observation::public(Event::GentlemenDiscarded { cards: vec![card] }));
             self.settle(obs);
             return;
         };
@@ -405,7 +410,7 @@ impl Amori {
             return;
         }
         daughter.suitors.push(card);
-        obs.push(Observation::public(Event::SuitorJoined { seat, card }));
+        obs.push_with(|| Observation::public(Event::SuitorJoined { seat, card }));
         self.check_marriages(obs);
         self.settle(obs);
     }
@@ -466,12 +471,14 @@ impl Amori {
             _ => {}
         }
         self.player_mut(seat).hand.remove(at);
-        obs.push(Observation::public(Event::EventPlayed {
-            seat,
-            card,
-            target,
-            location,
-        }));
+        obs.push_with(|| {
+            Observation::public(Event::EventPlayed {
+                seat,
+                card,
+                target,
+                location,
+            })
+        });
         self.resume = self.resume_step();
         match effect {
             EventEffect::Raise(attribute, n) => {
@@ -486,10 +493,9 @@ impl Amori {
                 self.event_discard.push(card);
                 match self.draw_main(obs) {
                     Some(drawn) => {
-                        obs.push(Observation::public(Event::DrewFromMainDeck {
-                            seat,
-                            card: drawn,
-                        }));
+                        obs.push_with(|| {
+                            Observation::public(Event::DrewFromMainDeck { seat, card: drawn })
+                        });
                         self.card_joins(seat, drawn, obs);
                     }
                     None => self.settle(obs),

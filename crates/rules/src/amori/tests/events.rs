@@ -392,9 +392,9 @@ fn otilies_turn_at_the_theater() {
         },
     );
     assert_eq!(g.suitors(0), ["alexander-1", "alexander-2"]);
-    let mut deck = g.location_decks[Location::Theater.index()].clone();
+    let mut deck = g.location_decks[Location::Theater.index()];
     deck.sort();
-    assert_eq!(deck, [card("bodo-1"), card("gustav-1"), card("ludwig-1")]);
+    assert_eq!(*deck, [card("bodo-1"), card("gustav-1"), card("ludwig-1")]);
     g.go(0, play("diadem-3", None, None));
     assert_eq!(g.active(0).attributes, attrs(1, 1, 3));
     g.go(0, Action::EndTurn);
@@ -408,7 +408,7 @@ fn otilies_turn_at_the_theater() {
 fn about_to_finish(g: &mut Amori, seat: Seat) {
     let p = &mut g.players[usize::from(seat)];
     let sisters = std::mem::take(&mut p.face_down);
-    for (d, husband) in sisters.into_iter().zip(["cornelius", "gustav"]) {
+    for (&d, husband) in sisters.iter().zip(["cornelius", "gustav"]) {
         let husband: crate::amori::GentlemanId = husband.parse().unwrap();
         let kept = husband.card(6).unwrap();
         g.pull_card(kept);

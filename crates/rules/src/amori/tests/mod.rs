@@ -11,8 +11,8 @@ use crate::rng::{GameRng, Seed};
 use super::cards::{CardId, DaughterId, EventCardId};
 use super::data::{Attribute, Attributes, Die, DieFace, Location};
 use super::error::Error;
-use super::game::Amori;
-use super::types::{Action, ActiveDaughter, Config, Event, Phase};
+use super::game::{Amori, Daughter};
+use super::types::{Action, Config, Event, Phase};
 
 mod events;
 mod turns;
@@ -42,14 +42,14 @@ fn table(seats: u8) -> Amori {
 impl Amori {
     /// Take a gentleman card out of wherever it lies.
     fn pull_card(&mut self, c: CardId) {
-        for deck in &mut self.location_decks {
+        for deck in self.location_decks.iter_mut() {
             deck.retain(|x| *x != c);
         }
         self.main_deck.retain(|x| *x != c);
         self.gentleman_discard.retain(|x| *x != c);
         self.retired.retain(|x| *x != c);
         self.removed.retain(|x| *x != c);
-        for p in &mut self.players {
+        for p in self.players.iter_mut() {
             if let Some(d) = p.active.as_mut() {
                 d.suitors.retain(|x| *x != c);
             }
@@ -60,7 +60,7 @@ impl Amori {
     fn pull_event(&mut self, c: EventCardId) {
         self.event_deck.retain(|x| *x != c);
         self.event_discard.retain(|x| *x != c);
-        for p in &mut self.players {
+        for p in self.players.iter_mut() {
             p.hand.retain(|x| *x != c);
             p.kept.retain(|x| *x != c);
         }
@@ -105,10 +105,10 @@ impl Amori {
             self.pull_card(*c);
         }
         let p = &mut self.players[usize::from(seat)];
-        p.active = Some(ActiveDaughter {
+        p.active = Some(Daughter {
             daughter: wanted,
             attributes: values,
-            suitors: cards,
+            suitors: cards.iter().copied().collect(),
         });
         p.location = at;
     }
@@ -116,7 +116,7 @@ impl Amori {
     /// Give `seat` exactly these event cards; the old hand goes under the event deck.
     fn hand(&mut self, seat: Seat, cards: &[&str]) {
         let old = std::mem::take(&mut self.players[usize::from(seat)].hand);
-        for c in old {
+        for &c in old.iter() {
             self.event_deck.insert(0, c);
         }
         for c in cards {
@@ -128,7 +128,7 @@ impl Amori {
     /// Make `location`'s deck exactly these cards; the old ones go under the main deck.
     fn deck(&mut self, location: Location, cards: &[&str]) {
         let old = std::mem::take(&mut self.location_decks[location.index()]);
-        for c in old {
+        for &c in old.iter() {
             self.main_deck.insert(0, c);
         }
         for c in cards {
@@ -145,7 +145,7 @@ impl Amori {
         }
     }
 
-    fn active(&self, seat: Seat) -> &ActiveDaughter {
+    fn active(&self, seat: Seat) -> &Daughter {
         self.players[usize::from(seat)].active.as_ref().unwrap()
     }
 
@@ -217,14 +217,14 @@ fn play(card: &str, target: Option<Seat>, location: Option<Location>) -> Action 
 #[test]
 fn setup_deals_daughters_event_cards_and_the_location_decks() {
     let g = Amori::setup(&Config::default(), 4, Seed::from_u64(1)).unwrap();
-    for p in &g.players {
+    for p in g.players.iter() {
         assert!(p.active.is_some());
         assert_eq!(p.face_down.len(), 2);
         assert_eq!(p.hand.len(), 2);
         let d = p.active.as_ref().unwrap();
         assert_eq!(d.attributes, d.daughter.data().start);
     }
-    let sizes: Vec<usize> = g.location_decks.iter().map(Vec::len).collect();
+    let sizes: Vec<usize> = g.location_decks.iter().map(|d| d.len()).collect();
     assert_eq!(sizes, [3, 7, 2, 3, 5, 0]);
     assert_eq!(g.main_deck.len(), 84 - 20);
     assert_eq!(g.event_deck.len(), 46 - 8);
@@ -237,7 +237,10 @@ fn two_player_setup_removes_the_brown_gentlemen() {
     let g = table(2);
     assert_eq!(g.removed.len(), 12);
     assert!(g.removed.iter().all(|c| c.gentleman().data().brown));
-    let in_play = g.main_deck.iter().chain(g.location_decks.iter().flatten());
+    let in_play = g
+        .main_deck
+        .iter()
+        .chain(g.location_decks.iter().flat_map(|d| d.iter()));
     assert!(in_play.clone().all(|c| !c.gentleman().data().brown));
     assert_eq!(in_play.count(), 72);
 }
@@ -323,7 +326,7 @@ fn setup_tells_each_seat_its_own_hand_and_everyone_the_public_table() {
                 hands,
                 [&Event::HandDealt {
                     seat,
-                    cards: g.players[usize::from(seat)].hand.clone(),
+                    cards: g.players[usize::from(seat)].hand.to_vec(),
                 }],
                 "seat {seat} learns its own hand and no other"
             );

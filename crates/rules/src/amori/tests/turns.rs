@@ -206,9 +206,9 @@ fn taking_a_card_refills_the_location_deck_from_the_main_deck() {
         },
     );
     assert_eq!(g.suitors(0), ["gustav-2"]);
-    let mut deck = g.location_decks[Location::Poorhouse.index()].clone();
+    let mut deck = g.location_decks[Location::Poorhouse.index()];
     deck.sort();
-    assert_eq!(deck, [card("bodo-1"), card("konrad-3"), card("ludwig-4")]);
+    assert_eq!(*deck, [card("bodo-1"), card("konrad-3"), card("ludwig-4")]);
     assert_eq!(g.main_deck.len(), main_before - 1);
     assert!(reached(
         &obs,
@@ -235,8 +235,7 @@ fn the_main_deck_is_rebuilt_from_the_discards_when_it_runs_out() {
     let mut g = table(2);
     g.daughter(0, "henriette", attrs(1, 1, 1), &[], None);
     g.deck(Location::Theater, &["bodo-1"]);
-    let rest: Vec<CardId> = std::mem::take(&mut g.main_deck);
-    g.gentleman_discard = rest;
+    g.gentleman_discard = std::mem::take(&mut g.main_deck);
     g.go(0, visit(Location::Theater));
     g.go(0, act());
     let discards = g.gentleman_discard.len();
@@ -711,7 +710,7 @@ fn a_married_gentlemans_card_revealed_later_is_retired_and_replaced() {
     g.go(0, visit(Location::Theater));
     g.go(0, act());
     // bodo-1 left the deck; its replacement konrad-1 came, then bodo-2 was found and set aside.
-    let mut deck = g.location_decks[Location::Theater.index()].clone();
+    let mut deck = g.location_decks[Location::Theater.index()];
     deck.sort();
     assert!(
         deck.iter()
