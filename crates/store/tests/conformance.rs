@@ -3028,3 +3028,128 @@ async fn packing_refuses_changed_blocks_and_concurrent_packers_pack_each_match_o
     h.finish().await?;
     result
 }
+
+/// The sessions of the harness's database, other than `admin`'s, in `state`.
+async fn sessions_in(admin: &mut sqlx::PgConnection, name: &str, state: &str) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity
+         WHERE datname = $1 AND state = $2 AND pid <> pg_backend_pid()",
+    )
+    .bind(name)
+    .bind(state)
+    .fetch_one(admin)
+    .await?)
+}
+
+/// Reads held between uses (PostgreSQL keeps a few connections rather than hand each back to
+/// the pool): a read cancelled part-way, inside its transaction or not, leaves no session
+/// behind in a transaction, and the reads after it are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        for n in 1..=12 {
+            let ev = action(0, &format!("held-{n}"), 1);
+            h.store
+                .append(m.id, n, vec![ev], MatchUpdate::default())
+                .await?;
+        }
+        let Cleanup::Postgres { admin_url, name } = &h.cleanup else {
+            anyhow::bail!("a PostgreSQL harness");
+        };
+        let mut admin = sqlx::PgConnection::connect(admin_url).await?;
+        // Cancelled after a few microseconds more each time: before, inside and after the
+        // load's transaction, and the plain reads' statements.
+        let mut cancelled = 0;
+        for step in 0..300u64 {
+            let wait = Duration::from_micros(step * 7);
+            let read = async {
+                match step % 3 {
+                    0 => h.store.load(m.id, 1).await.map(drop),
+                    1 => h.store.get_match(m.id).await.map(drop),
+                    _ => h.store.read_events(m.id, 0, 100).await.map(drop),
+                }
+            };
+            match tokio::time::timeout(wait, read).await {
+                Err(_) => cancelled += 1,
+                Ok(answer) => answer?,
+            }
+        }
+        ensure!(cancelled > 0, "no read was cancelled");
+        // What the cancelled reads left is rolled back as their connections go back to the
+        // pool; give that a moment.
+        let mut left = i64::MAX;
+        for _ in 0..50 {
+            left = sessions_in(&mut admin, name, "idle in transaction").await?;
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        ensure!(left == 0, "{left} sessions left idle in a transaction");
+        let loaded = h.store.load(m.id, 1).await?;
+        ensure!(
+            loaded.record.version == 13,
+            "loaded {:?}",
+            loaded.record.version
+        );
+        ensure!(h.store.read_events(m.id, 0, 100).await?.len() == 13);
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}
+
+/// Held connections the database cut (a restart, a failover) cost each at most one failed
+/// read, answered UNAVAILABLE for the client to retry, and are then opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_connections_the_database_cut_are_opened_again() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        // Two reads at once, twice over, so that both held connections are open.
+        for _ in 0..2 {
+            let (a, b) = tokio::join!(h.store.get_match(m.id), h.store.get_match(m.id));
+            a?;
+            b?;
+        }
+        let Cleanup::Postgres { admin_url, name } = &h.cleanup else {
+            anyhow::bail!("a PostgreSQL harness");
+        };
+        let mut admin = sqlx::PgConnection::connect(admin_url).await?;
+        ensure!(sessions_in(&mut admin, name, "idle").await? >= 2);
+        let cut = sqlx::query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(name)
+        .fetch_all(&mut admin)
+        .await?
+        .len();
+        let mut failed = 0;
+        for _ in 0..10 {
+            match h.store.get_match(m.id).await {
+                Ok(record) => ensure!(record.id == m.id),
+                Err(StoreError::Unavailable(_)) => failed += 1,
+                Err(other) => anyhow::bail!("a cut connection answered {other:?}"),
+            }
+        }
+        // Each cut connection fails one read at most: the held ones and the pool's own.
+        ensure!(
+            failed <= cut,
+            "{failed} reads failed, {cut} connections cut"
+        );
+        ensure!(
+            h.store.get_match(m.id).await.is_ok(),
+            "the last read failed"
+        );
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}

@@ -65,7 +65,7 @@ pub(super) async fn read<'e>(
 
 /// Whether match `id` exists, and its archive if it is archived: one statement.
 pub(super) async fn read_if_exists(
-    pool: &PgPool,
+    executor: impl sqlx::PgExecutor<'_>,
     id: MatchId,
 ) -> Result<Option<Option<Unpacked>>, StoreError> {
     let row: Option<ArchiveRow> = sqlx::query_as(
@@ -73,7 +73,7 @@ pub(super) async fn read_if_exists(
          LEFT JOIN archives a ON a.match_id = m.match_id WHERE m.match_id = $1::uuid",
     )
     .bind(id.to_string())
-    .fetch_optional(pool)
+    .fetch_optional(executor)
     .await
     .map_err(db)?;
     row.map(|row| row.unpack(id).transpose()).transpose()

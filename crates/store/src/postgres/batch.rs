@@ -23,19 +23,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
-use sqlx::pool::PoolConnection;
 use sqlx::{PgPool, Postgres};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::events::EventColumns;
+use super::held::{Connections, Lease};
 use crate::rows::{Binds, EventValues, Params, to_i64};
 use crate::{StoreError, StoredEvent};
 
 /// Appends in one statement at most.
 const MAX_BATCH: usize = 128;
 /// Statements being written at once.
-const IN_FLIGHT: usize = 2;
+pub(super) const IN_FLIGHT: usize = 2;
 /// Appends waiting for a statement; callers wait for room beyond this.
 const QUEUE: usize = 1024;
 
@@ -173,74 +172,6 @@ pub struct GroupCommit {
     pub rows: u64,
 }
 
-/// The [`IN_FLIGHT`] connections statements are written on, by the writing task or by a caller
-/// directly. They are held between statements: a connection handed back to the pool is pinged
-/// first, one more round trip per statement.
-#[derive(Debug)]
-struct Connections {
-    pool: PgPool,
-    /// One permit per free connection.
-    permits: Arc<Semaphore>,
-    /// The free connections; `None` for one that is to be opened again.
-    free: std::sync::Mutex<Vec<Option<PoolConnection<Postgres>>>>,
-}
-
-impl Connections {
-    fn lease(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Lease {
-        let conn = self
-            .free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .flatten();
-        Lease {
-            connections: Arc::clone(self),
-            conn,
-            permit: Some(permit),
-            clean: false,
-        }
-    }
-}
-
-/// A connection in use; it goes back to the free list when dropped, unless its last statement
-/// failed or never finished (then a fresh one is opened next time).
-struct Lease {
-    connections: Arc<Connections>,
-    conn: Option<PoolConnection<Postgres>>,
-    permit: Option<OwnedSemaphorePermit>,
-    clean: bool,
-}
-
-impl Lease {
-    async fn conn(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
-        self.clean = false;
-        if self.conn.is_none() {
-            self.conn = Some(self.connections.pool.acquire().await?);
-        }
-        match self.conn.as_mut() {
-            Some(conn) => Ok(&mut **conn),
-            None => Err(sqlx::Error::PoolClosed),
-        }
-    }
-
-    /// Keeps the connection if `result` says its statement completed.
-    fn done<T>(&mut self, result: &Result<T, sqlx::Error>) {
-        self.clean = result.is_ok();
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let conn = if self.clean { self.conn.take() } else { None };
-        self.connections
-            .free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(conn);
-        drop(self.permit.take());
-    }
-}
-
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Job").field("row", &self.row).finish()
@@ -251,11 +182,9 @@ impl Batcher {
     /// Starts the writing task; it ends once every clone of the batcher is dropped.
     pub(crate) fn spawn(pool: PgPool) -> Batcher {
         let (queue, rx) = mpsc::channel(QUEUE);
-        let connections = Arc::new(Connections {
-            pool,
-            permits: Arc::new(Semaphore::new(IN_FLIGHT)),
-            free: std::sync::Mutex::new((0..IN_FLIGHT).map(|_| None).collect()),
-        });
+        // The connections statements are written on, by the writing task or by a caller
+        // directly, held between statements.
+        let connections = Connections::new(pool, IN_FLIGHT);
         let counts = Arc::new(Counts::default());
         tokio::spawn(write_all(Arc::clone(&connections), rx, Arc::clone(&counts)));
         Batcher {

@@ -11,7 +11,7 @@
 //! committed events never change, so there the primary key alone settles the race.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgPool, Postgres};
+use sqlx::{Connection, PgConnection, PgPool, Postgres};
 
 use super::batch::Row;
 use super::matches::SeatColumns;
@@ -167,7 +167,8 @@ async fn events_between(
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let count = u32::try_from(last + 1 - first)
         .map_err(|_| StoreError::Internal(format!("a request of {} events", last + 1 - first)))?;
-    read(pool, id, first.saturating_sub(1), count).await
+    let mut conn = pool.acquire().await.map_err(db)?;
+    read(&mut conn, id, first.saturating_sub(1), count).await
 }
 
 /// What the database says about an append before (or after) the append statement.
@@ -542,7 +543,7 @@ pub fn load_events_sql() -> String {
 }
 
 pub(super) async fn read(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     id: MatchId,
     after: u64,
     limit: u32,
@@ -551,17 +552,17 @@ pub(super) async fn read(
         .bind(id.to_string())
         .bind(to_i64(after)?)
         .bind(i64::from(limit))
-        .fetch_all(pool)
+        .fetch_all(&mut *conn)
         .await
         .map_err(db)?;
     if rows.is_empty() {
         // No events yet, no such match, or an archived match.
-        return read_archived(pool, id, after, limit).await;
+        return read_archived(conn, id, after, limit).await;
     }
     if !follows(&rows, after) {
         // The events from `after` begin in the match's packed blocks: read them and the rows
         // again as one snapshot of the database left them.
-        let mut tx = pool
+        let mut tx = conn
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .await
             .map_err(db)?;
@@ -569,7 +570,7 @@ pub(super) async fn read(
         tx.commit().await.map_err(db)?;
         if events.is_empty() {
             // Archived since the first read.
-            return read_archived(pool, id, after, limit).await;
+            return read_archived(conn, id, after, limit).await;
         }
         return Ok(events);
     }
@@ -589,12 +590,12 @@ fn follows(rows: &[EventRow], after: u64) -> bool {
 /// A page of a match without event rows after `after`: of its archive if it is archived,
 /// empty if it has no such events, [`StoreError::NotFound`] if there is no such match.
 async fn read_archived(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     id: MatchId,
     after: u64,
     limit: u32,
 ) -> Result<Vec<StoredEvent>, StoreError> {
-    let archived = super::archive::read_if_exists(pool, id)
+    let archived = super::archive::read_if_exists(conn, id)
         .await?
         .ok_or(StoreError::NotFound(id))?;
     Ok(archived.map_or_else(Vec::new, |archived| {
@@ -604,10 +605,21 @@ async fn read_archived(
 }
 
 pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
+    let mut lease = pg.reads.any();
+    let loaded = load_on(lease.conn().await.map_err(db)?, pg, id, rules_version).await;
+    lease.done(&loaded);
+    loaded
+}
+
+async fn load_on(
+    conn: &mut PgConnection,
+    pg: &Pg,
+    id: MatchId,
+    rules_version: u32,
+) -> Result<Loaded, StoreError> {
     // One snapshot of the database for all three reads, so the events follow the snapshot and
     // the record's version matches the last event.
-    let mut tx = pg
-        .pool
+    let mut tx = conn
         .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .await
         .map_err(db)?;

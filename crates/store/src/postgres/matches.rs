@@ -104,6 +104,7 @@ pub(super) async fn create(
 ) -> Result<(), StoreError> {
     let version = events.last().map_or(0, |e| e.seq);
     let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
+    let mut lease = pg.reads.any();
     let result = sqlx::query(CREATE)
         .params(MatchValues::new(m, events)?)
         .params(SeatColumns::new(&m.start.seats))
@@ -114,8 +115,9 @@ pub(super) async fn create(
         .bind(m.creator.as_deref())
         .value(SeatColumns::accounts(&m.start.seats))
         .value(SeatColumns::invited(&m.start.seats))
-        .execute(&pg.pool)
+        .execute(lease.conn().await.map_err(db)?)
         .await;
+    lease.done(&result);
     match result {
         Ok(_) => {
             pg.heads.put(m.id, version, last_hash);
@@ -129,7 +131,7 @@ pub(super) async fn create(
 /// How many of `creator`'s matches are open or active, counting no further than `limit`
 /// (through the partial index `matches_creator_unfinished`).
 pub(super) async fn unfinished_by_creator(
-    pool: &PgPool,
+    executor: impl sqlx::PgExecutor<'_>,
     creator: &str,
     limit: u32,
 ) -> Result<u32, StoreError> {
@@ -139,7 +141,7 @@ pub(super) async fn unfinished_by_creator(
     )
     .bind(creator)
     .bind(i64::from(limit))
-    .fetch_one(pool)
+    .fetch_one(executor)
     .await
     .map_err(db)?;
     Ok(u32::try_from(count).unwrap_or(u32::MAX))

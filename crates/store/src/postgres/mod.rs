@@ -27,6 +27,7 @@ mod archive;
 mod batch;
 mod blocks;
 pub(crate) mod events;
+mod held;
 pub(crate) mod matches;
 pub(crate) mod notify;
 mod outbox;
@@ -48,13 +49,23 @@ use crate::{
 pub use batch::GroupCommit;
 
 use batch::Batcher;
+use held::Connections;
 use notify::Notifier;
+
+/// Connections held for the reads and writes a match's start makes (its creation, the
+/// creator's count, the match row a watch opens with, its first events, a load), so that each
+/// does not cost the ping of a connection handed back to the pool. Beyond these a read takes
+/// a connection of the pool's. Fewer in a small pool: held connections leave at least half of
+/// it to everything else.
+const HELD_READS: usize = 2;
 
 /// A PostgreSQL store: the pool, the heads of the matches this process last wrote, the group
 /// commit, and the sender of append notifications (when they are on).
 #[derive(Debug, Clone)]
 pub(crate) struct Pg {
     pool: PgPool,
+    /// See [`HELD_READS`].
+    reads: Arc<Connections>,
     heads: Arc<HeadCache>,
     notifier: Option<Notifier>,
     batcher: Batcher,
@@ -109,6 +120,13 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .then(|| Notifier::spawn(pool.clone(), listener_name.clone()));
     Ok(Pg {
         batcher: Batcher::spawn(pool.clone()),
+        reads: Connections::new(
+            pool.clone(),
+            HELD_READS.min(
+                (pool.options().get_max_connections() as usize / 2)
+                    .saturating_sub(batch::IN_FLIGHT),
+            ),
+        ),
         pool,
         heads: Arc::default(),
         notifier,
@@ -189,11 +207,18 @@ impl Backend for Pg {
     }
 
     async fn unfinished_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
-        matches::unfinished_by_creator(&self.pool, creator, limit).await
+        let mut lease = self.reads.any();
+        let counted =
+            matches::unfinished_by_creator(lease.conn().await.map_err(db)?, creator, limit).await;
+        lease.done(&counted);
+        counted
     }
 
     async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {
-        matches::get(&self.pool, id).await
+        let mut lease = self.reads.any();
+        let read = matches::read(lease.conn().await.map_err(db)?, id).await;
+        lease.done(&read);
+        read
     }
 
     async fn seed(&self, id: MatchId) -> Answer<[u8; 32]> {
@@ -235,7 +260,10 @@ impl Backend for Pg {
     }
 
     async fn read_events(&self, id: MatchId, after: u64, limit: u32) -> Answer<Vec<StoredEvent>> {
-        events::read(&self.pool, id, after, limit).await
+        let mut lease = self.reads.any();
+        let read = events::read(lease.conn().await.map_err(db)?, id, after, limit).await;
+        lease.done(&read);
+        read
     }
 
     async fn load(&self, id: MatchId, rules_version: u32) -> Answer<Loaded> {
