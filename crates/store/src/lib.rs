@@ -582,7 +582,7 @@ impl StoreError {
 pub struct StoreOptions {
     /// Callers write a snapshot every this many events (see [`Store::snapshot_every`]).
     pub snapshot_every: u64,
-    /// Size of the connection pool.
+    /// Size of the connection pool; on PostgreSQL at least four (the group commit holds two).
     pub max_connections: u32,
     /// PostgreSQL: how long a query waits for a connection (including connecting) before the
     /// store answers [`StoreError::Unavailable`].

@@ -50,6 +50,10 @@ impl Harness {
     }
 
     async fn postgres() -> Result<Harness> {
+        Harness::postgres_with(options()).await
+    }
+
+    async fn postgres_with(options: StoreOptions) -> Result<Harness> {
         let admin_url = std::env::var("DATABASE_URL")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
         let name = format!("missive_test_{}", uuid::Uuid::new_v4().simple());
@@ -64,7 +68,7 @@ impl Harness {
             .rsplit_once('/')
             .context("DATABASE_URL has no database name")?;
         let url = format!("{base}/{name}");
-        let store = Store::connect(&url, options()).await?;
+        let store = Store::connect(&url, options).await?;
         Ok(Harness {
             store,
             url,
@@ -3147,6 +3151,51 @@ async fn held_connections_the_database_cut_are_opened_again() -> Result<()> {
             h.store.get_match(m.id).await.is_ok(),
             "the last read failed"
         );
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}
+
+/// A pool configured smaller than the connections the group commit holds still serves every
+/// other query: the store opens the few it needs beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_smaller_than_the_held_connections_still_serves_reads() -> Result<()> {
+    let h = Harness::postgres_with(StoreOptions {
+        max_connections: 2,
+        acquire_timeout: Duration::from_secs(1),
+        ..options()
+    })
+    .await?;
+    let result = async {
+        let mut matches = Vec::new();
+        for _ in 0..16 {
+            let m = new_match(2);
+            h.store.create_match(m.clone(), vec![created()]).await?;
+            matches.push(m);
+        }
+        // Single-event appends of many matches at once, so that the group commit writes on
+        // every connection it holds.
+        for round in 0..3 {
+            let mut appends = tokio::task::JoinSet::new();
+            for m in &matches {
+                let (store, id) = (h.store.clone(), m.id);
+                let event = action(0, &format!("{round}-{id}"), round as i64);
+                appends.spawn(async move {
+                    store
+                        .append(id, round + 1, vec![event], MatchUpdate::default())
+                        .await
+                });
+            }
+            while let Some(appended) = appends.join_next().await {
+                ensure!(!appended??.duplicate);
+            }
+        }
+        for m in &matches {
+            ensure!(h.store.get_match(m.id).await?.version == 4);
+            ensure!(h.store.read_events(m.id, 0, 10).await?.len() == 4);
+        }
         Ok(())
     }
     .await;

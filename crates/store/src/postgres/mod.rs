@@ -101,9 +101,19 @@ impl HeadCache {
     }
 }
 
+/// The smallest pool: the group commit's held connections and two more for everything else.
+const MIN_CONNECTIONS: u32 = batch::IN_FLIGHT as u32 + 2;
+
 pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, StoreError> {
+    if options.max_connections < MIN_CONNECTIONS {
+        tracing::warn!(
+            configured = options.max_connections,
+            opened = MIN_CONNECTIONS,
+            "a PostgreSQL pool needs {MIN_CONNECTIONS} connections at least"
+        );
+    }
     let pool = PgPoolOptions::new()
-        .max_connections(options.max_connections.max(1))
+        .max_connections(options.max_connections.max(MIN_CONNECTIONS))
         .acquire_timeout(options.acquire_timeout)
         // No ping before each use: it doubled the round trips of every query. A connection
         // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool.
