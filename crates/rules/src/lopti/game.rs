@@ -332,7 +332,7 @@ impl Game for Lopti {
     type Error = Error;
 
     fn seat_range(_config: &Config) -> RangeInclusive<u8> {
-        2..=5
+        2..=MAX_SEATS as u8
     }
 
     fn setup(config: &Config, seats: u8, seed: Seed) -> Result<Self, SetupError> {

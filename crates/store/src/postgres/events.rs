@@ -605,10 +605,9 @@ async fn read_archived(
 }
 
 pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
-    let mut lease = pg.reads.any();
-    let loaded = load_on(lease.conn().await.map_err(db)?, pg, id, rules_version).await;
-    lease.done(&loaded);
-    loaded
+    pg.reads
+        .run(async |conn| load_on(conn, pg, id, rules_version).await)
+        .await
 }
 
 async fn load_on(

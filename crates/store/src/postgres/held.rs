@@ -9,6 +9,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::StoreError;
+
 /// Up to a fixed number of connections taken from the pool and kept between uses.
 #[derive(Debug)]
 pub(super) struct Connections {
@@ -45,9 +47,21 @@ impl Connections {
         }
     }
 
-    /// A held connection if one is free, else one of the pool's for this use only: a read
-    /// never waits for a held connection.
-    pub(super) fn any(self: &Arc<Self>) -> Lease {
+    /// Runs `f` on a held connection if one is free, else on one of the pool's for this use
+    /// only (a read never waits for a held connection). A held connection is kept only if `f`
+    /// succeeded.
+    pub(super) async fn run<T>(
+        self: &Arc<Self>,
+        f: impl AsyncFnOnce(&mut PgConnection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut lease = self.any();
+        let result = f(lease.conn().await.map_err(StoreError::from_sqlx)?).await;
+        lease.done(&result);
+        result
+    }
+
+    /// A held connection if one is free, else one of the pool's for this use only.
+    fn any(self: &Arc<Self>) -> Lease {
         match Arc::clone(&self.permits).try_acquire_owned() {
             Ok(permit) => self.lease(permit),
             Err(_) => Lease {

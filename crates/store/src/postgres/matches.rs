@@ -104,8 +104,7 @@ pub(super) async fn create(
 ) -> Result<(), StoreError> {
     let version = events.last().map_or(0, |e| e.seq);
     let last_hash = events.last().map_or(crate::GENESIS_HASH, |e| e.hash);
-    let mut lease = pg.reads.any();
-    let result = sqlx::query(CREATE)
+    let query = sqlx::query(CREATE)
         .params(MatchValues::new(m, events)?)
         .params(SeatColumns::new(&m.start.seats))
         .params(TurnColumns::new(
@@ -114,18 +113,18 @@ pub(super) async fn create(
         .params(EventColumns::new(events)?)
         .bind(m.creator.as_deref())
         .value(SeatColumns::accounts(&m.start.seats))
-        .value(SeatColumns::invited(&m.start.seats))
-        .execute(lease.conn().await.map_err(db)?)
-        .await;
-    lease.done(&result);
-    match result {
-        Ok(_) => {
-            pg.heads.put(m.id, version, last_hash);
-            Ok(())
-        }
-        Err(e) if is_unique_violation(&e, "matches_pkey") => Err(StoreError::AlreadyExists(m.id)),
-        Err(e) => Err(db(e)),
-    }
+        .value(SeatColumns::invited(&m.start.seats));
+    pg.reads
+        .run(async |conn| match query.execute(conn).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_unique_violation(&e, "matches_pkey") => {
+                Err(StoreError::AlreadyExists(m.id))
+            }
+            Err(e) => Err(db(e)),
+        })
+        .await?;
+    pg.heads.put(m.id, version, last_hash);
+    Ok(())
 }
 
 /// How many of `creator`'s matches are open or active, counting no further than `limit`

@@ -217,18 +217,15 @@ impl Backend for Pg {
     }
 
     async fn unfinished_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
-        let mut lease = self.reads.any();
-        let counted =
-            matches::unfinished_by_creator(lease.conn().await.map_err(db)?, creator, limit).await;
-        lease.done(&counted);
-        counted
+        self.reads
+            .run(async |conn| matches::unfinished_by_creator(conn, creator, limit).await)
+            .await
     }
 
     async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {
-        let mut lease = self.reads.any();
-        let read = matches::read(lease.conn().await.map_err(db)?, id).await;
-        lease.done(&read);
-        read
+        self.reads
+            .run(async |conn| matches::read(conn, id).await)
+            .await
     }
 
     async fn seed(&self, id: MatchId) -> Answer<[u8; 32]> {
@@ -270,10 +267,9 @@ impl Backend for Pg {
     }
 
     async fn read_events(&self, id: MatchId, after: u64, limit: u32) -> Answer<Vec<StoredEvent>> {
-        let mut lease = self.reads.any();
-        let read = events::read(lease.conn().await.map_err(db)?, id, after, limit).await;
-        lease.done(&read);
-        read
+        self.reads
+            .run(async |conn| events::read(conn, id, after, limit).await)
+            .await
     }
 
     async fn load(&self, id: MatchId, rules_version: u32) -> Answer<Loaded> {

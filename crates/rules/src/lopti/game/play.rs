@@ -293,7 +293,6 @@ impl Lopti {
         }
         let cards = p.face_up;
         p.face_up.clear();
-        p.hand.clear();
         p.hand.extend_from_slice(&cards);
         out.push_with(|| {
             Observation::public(Event::FaceUpTaken {
