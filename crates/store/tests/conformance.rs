@@ -3065,10 +3065,11 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
         };
         let mut admin = sqlx::PgConnection::connect(admin_url).await?;
         // Cancelled after a few microseconds more each time: before, inside and after the
-        // load's transaction, and the plain reads' statements.
+        // load's transaction (its `BEGIN` among them), and the plain reads' statements; five
+        // sweeps, as the moments a cancellation lands at vary from run to run.
         let mut cancelled = 0;
-        for step in 0..300u64 {
-            let wait = Duration::from_micros(step * 7);
+        for step in 0..1500u64 {
+            let wait = Duration::from_micros(step % 300 * 7);
             let read = async {
                 match step % 3 {
                     0 => h.store.load(m.id, 1).await.map(drop),
@@ -3082,6 +3083,18 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
             }
         }
         ensure!(cancelled > 0, "no read was cancelled");
+        // Loads cancelled at their first wait, which is for the answer to their `BEGIN`; plain
+        // reads after each, as a request that came next would make.
+        let mut cut_loads = 0;
+        for _ in 0..20 {
+            match tokio::time::timeout(Duration::ZERO, h.store.load(m.id, 1)).await {
+                Err(_) => cut_loads += 1,
+                Ok(answer) => drop(answer?),
+            }
+            h.store.get_match(m.id).await?;
+            h.store.read_events(m.id, 0, 100).await?;
+        }
+        ensure!(cut_loads > 0, "no load was cancelled at its first wait");
         // What the cancelled reads left is rolled back as their connections go back to the
         // pool; give that a moment.
         let mut left = i64::MAX;

@@ -1,7 +1,13 @@
 //! Connections held between statements. sqlx pings every connection handed back to its pool, one
 //! more round trip per use; a [`Connections`] keeps its connections instead, and hands one back
-//! to the pool (pinged there, which also rolls back whatever it was left in) only when a
-//! statement on it failed or never finished: a cancelled request, a lost database.
+//! to the pool (pinged there, which also rolls back a transaction dropped on it) only when a
+//! statement on it failed.
+//!
+//! A connection whose work was cancelled part-way (a request dropped, a deadline) is closed
+//! instead. sqlx 0.8 cannot be trusted with it: a `BEGIN` cancelled before its answer leaves the
+//! session in a transaction that nothing rolls back, and the pool would hand that connection
+//! to the next caller, whose statements would run inside it. Closing the session ends the
+//! transaction on the server.
 
 use std::sync::{Arc, Mutex};
 
@@ -43,7 +49,7 @@ impl Connections {
             connections: Arc::clone(self),
             conn,
             permit: Some(permit),
-            clean: false,
+            state: State::Running,
         }
     }
 
@@ -68,25 +74,34 @@ impl Connections {
                 connections: Arc::clone(self),
                 conn: None,
                 permit: None,
-                clean: false,
+                state: State::Running,
             },
         }
     }
 }
 
-/// A connection in use. A held one goes back to the free list when dropped, unless its last
-/// statement failed or never finished (then a fresh one is opened next time); one taken from
-/// the pool for one use goes back to the pool.
+/// A connection in use. When dropped, a held one goes back to the free list if its work
+/// succeeded; one whose work failed goes back to the pool; one whose work never finished is
+/// closed. The next lease of a held connection that was not kept opens a fresh one.
 pub(super) struct Lease {
     connections: Arc<Connections>,
     conn: Option<PoolConnection<Postgres>>,
     permit: Option<OwnedSemaphorePermit>,
-    clean: bool,
+    state: State,
+}
+
+/// How the work on a [`Lease`] ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Not yet, or never: cancelled part-way.
+    Running,
+    Failed,
+    Succeeded,
 }
 
 impl Lease {
     pub(super) async fn conn(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
-        self.clean = false;
+        self.state = State::Running;
         if self.conn.is_none() {
             self.conn = Some(self.connections.pool.acquire().await?);
         }
@@ -96,23 +111,35 @@ impl Lease {
         }
     }
 
-    /// Keeps the connection if `result` says its statements completed.
+    /// Records how the work on the connection ended.
     pub(super) fn done<T, E>(&mut self, result: &Result<T, E>) {
-        self.clean = result.is_ok();
+        self.state = if result.is_ok() {
+            State::Succeeded
+        } else {
+            State::Failed
+        };
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let Some(permit) = self.permit.take() else {
-            return;
+        let kept = match self.state {
+            State::Succeeded if self.permit.is_some() => self.conn.take(),
+            // Out of the pool's count, and its socket closed as it drops.
+            State::Running => {
+                drop(self.conn.take().map(PoolConnection::detach));
+                None
+            }
+            // Back to the pool as it drops.
+            State::Succeeded | State::Failed => None,
         };
-        let conn = if self.clean { self.conn.take() } else { None };
-        self.connections
-            .free
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(conn);
-        drop(permit);
+        if let Some(permit) = self.permit.take() {
+            self.connections
+                .free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(kept);
+            drop(permit);
+        }
     }
 }
