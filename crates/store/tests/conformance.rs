@@ -7,10 +7,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
 use missive_store::{
-    Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus, MatchUpdate,
-    NOTIFY_CHANNEL, NewEvent, NewMatch, Notice, Notification, NotificationKind, PendingTurn,
-    REMOVED, Reminder, SeatRecord, Snapshot, Store, StoreError, StoreOptions, canonical_bytes,
-    event_hash, truncate_to_micros,
+    Appended, Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus,
+    MatchUpdate, NOTIFY_CHANNEL, NewEvent, NewMatch, Notice, Notification, NotificationKind,
+    PendingTurn, REMOVED, Reminder, SeatRecord, Snapshot, Store, StoreError, StoreOptions,
+    canonical_bytes, event_hash, truncate_to_micros,
 };
 use serde_json::json;
 use sqlx::Connection;
@@ -3045,6 +3045,23 @@ async fn sessions_in(admin: &mut sqlx::PgConnection, name: &str, state: &str) ->
     .await?)
 }
 
+/// Fails if a session of the harness's database stays idle in a transaction. What cancelled
+/// work left is rolled back as its connection goes back to the pool; this gives that a moment.
+async fn no_session_left_in_a_transaction(
+    admin: &mut sqlx::PgConnection,
+    name: &str,
+) -> Result<()> {
+    let mut left = i64::MAX;
+    for _ in 0..50 {
+        left = sessions_in(admin, name, "idle in transaction").await?;
+        if left == 0 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    anyhow::bail!("{left} sessions left idle in a transaction")
+}
+
 /// Reads held between uses (PostgreSQL keeps a few connections rather than hand each back to
 /// the pool): a read cancelled part-way, inside its transaction or not, leaves no session
 /// behind in a transaction, and the reads after it are answered.
@@ -3095,17 +3112,7 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
             h.store.read_events(m.id, 0, 100).await?;
         }
         ensure!(cut_loads > 0, "no load was cancelled at its first wait");
-        // What the cancelled reads left is rolled back as their connections go back to the
-        // pool; give that a moment.
-        let mut left = i64::MAX;
-        for _ in 0..50 {
-            left = sessions_in(&mut admin, name, "idle in transaction").await?;
-            if left == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        ensure!(left == 0, "{left} sessions left idle in a transaction");
+        no_session_left_in_a_transaction(&mut admin, name).await?;
         let loaded = h.store.load(m.id, 1).await?;
         ensure!(
             loaded.record.version == 13,
@@ -3118,6 +3125,95 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
     .await;
     h.finish().await?;
     result
+}
+
+/// The store's own transactions on the pool's connections (the deadline worker's claim, the
+/// archiver's, the packer's, and a retry's read of a packed request) cancelled part-way, their
+/// `BEGIN` among the moments: no session is left in a transaction for the pool to hand out,
+/// and what comes after is written for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_transaction_leaves_no_session_in_a_transaction() -> Result<()> {
+    let h = Harness::postgres().await?;
+    let result = async {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        act_through(&h.store, m.id, 2, 45).await?;
+        ensure!(h.store.pack_live(None, 10).await?.packed == 1);
+        let original = h.store.read_events(m.id, 20, 1).await?;
+        let Cleanup::Postgres { admin_url, name } = &h.cleanup else {
+            anyhow::bail!("a PostgreSQL harness");
+        };
+        let mut admin = sqlx::PgConnection::connect(admin_url).await?;
+        // Cancelled a few microseconds later each time, five sweeps, as in the test of reads.
+        let mut cancelled = 0;
+        for step in 0..1200u64 {
+            let wait = Duration::from_micros(step % 240 * 9);
+            match tokio::time::timeout(wait, transaction_step(&h.store, m.id, step)).await {
+                Err(_) => cancelled += 1,
+                Ok(answer) => answer?,
+            }
+        }
+        ensure!(cancelled > 0, "no transaction was cancelled");
+        // Each cancelled at its first wait, then a write and a read on the pool's connections,
+        // as other requests would make next.
+        let mut cut = 0;
+        for step in 0..80u64 {
+            match tokio::time::timeout(Duration::ZERO, transaction_step(&h.store, m.id, step)).await
+            {
+                Err(_) => cut += 1,
+                Ok(answer) => answer?,
+            }
+            let snapshot = Snapshot {
+                seq: 45,
+                rules_version: 1,
+                state: json!({ "step": step }),
+            };
+            // A write on a session left in a transaction would hold the row's lock there, and
+            // the next one, on another session, would wait for it for good.
+            tokio::time::timeout(
+                Duration::from_secs(10),
+                h.store.put_snapshot(m.id, &snapshot),
+            )
+            .await
+            .context("a snapshot waited 10 s for a lock")??;
+            h.store.get_match(m.id).await?;
+        }
+        ensure!(cut > 0, "no transaction was cancelled at its first wait");
+        no_session_left_in_a_transaction(&mut admin, name).await?;
+        // The last snapshot was committed: a store of its own reads it.
+        let cold = Store::connect(&h.url, options()).await?;
+        let loaded = cold.load(m.id, 1).await?;
+        ensure!(
+            loaded.snapshot.as_ref().map(|s| &s.state) == Some(&json!({ "step": 79 })),
+            "loaded {:?}",
+            loaded.snapshot
+        );
+        let again = retry_of_a_packed_request(&h.store, m.id).await?;
+        ensure!(again.duplicate && again.events == original);
+        ensure!(h.store.read_events(m.id, 0, 100).await?.len() == 45);
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}
+
+/// One of the store's transactions on the pool's connections, by `step`; see
+/// `a_cancelled_transaction_leaves_no_session_in_a_transaction`.
+async fn transaction_step(store: &Store, id: MatchId, step: u64) -> Result<(), StoreError> {
+    let now = Utc::now();
+    match step % 4 {
+        0 => store.claim_turns(now, now, 10).await.map(drop),
+        1 => store.archive_finished(now, 10).await.map(drop),
+        2 => store.pack_live(None, 10).await.map(drop),
+        _ => retry_of_a_packed_request(store, id).await.map(drop),
+    }
+}
+
+/// A retry of match `id`'s request "req-21", packed into a block by then.
+async fn retry_of_a_packed_request(store: &Store, id: MatchId) -> Result<Appended, StoreError> {
+    let retry = vec![action(1, "req-21", 21)];
+    store.append(id, 20, retry, MatchUpdate::default()).await
 }
 
 /// Held connections the database cut (a restart, a failover) cost each at most one failed

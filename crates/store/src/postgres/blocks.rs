@@ -18,7 +18,7 @@ use sqlx::{PgConnection, PgPool};
 
 use super::archive::LogRow;
 use super::events::EVENT_COLUMNS;
-use super::{db, is_unique_violation};
+use super::{begin, db, is_unique_violation};
 use crate::archive::{self, Packed, Unpacked};
 use crate::rows::{EventRow, chained_from, hash32, parse_id, to_i64, unsigned};
 use crate::{GENESIS_HASH, MatchId, PackSweep, StoreError, StoredEvent};
@@ -234,7 +234,7 @@ pub(super) async fn pack_live(
 /// Packs the rows of match `id` after its last block, all but the newest [`KEEP_ROWS`] and up
 /// to the end of a request, into one block; whether it wrote one.
 async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
-    let mut tx = pool.begin().await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN").await?;
     let live: Option<(i32,)> = sqlx::query_as(
         "SELECT 1 FROM matches WHERE match_id = $1::uuid AND NOT archived
          FOR NO KEY UPDATE SKIP LOCKED",

@@ -158,17 +158,19 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
     row.ok_or(StoreError::NotFound(id))
 }
 
-/// The events `first..=last` of match `id`, wherever they are stored.
+/// The events `first..=last` of match `id`, wherever they are stored. Run on a lease, which
+/// closes a connection whose work was cancelled, since the read may begin a transaction.
 async fn events_between(
-    pool: &PgPool,
+    pg: &Pg,
     id: MatchId,
     first: u64,
     last: u64,
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let count = u32::try_from(last + 1 - first)
         .map_err(|_| StoreError::Internal(format!("a request of {} events", last + 1 - first)))?;
-    let mut conn = pool.acquire().await.map_err(db)?;
-    read(&mut conn, id, first.saturating_sub(1), count).await
+    pg.reads
+        .run(async |conn| read(conn, id, first.saturating_sub(1), count).await)
+        .await
 }
 
 /// What the database says about an append before (or after) the append statement.
@@ -183,28 +185,30 @@ enum Checked {
 /// Reads the head: a retried request gets its original events, a stale version a conflict,
 /// otherwise the hash to chain from.
 async fn check(
-    pool: &PgPool,
+    pg: &Pg,
     id: MatchId,
     expected: u64,
     request_id: Option<&str>,
     update: &MatchUpdate,
 ) -> Result<Checked, StoreError> {
+    let pool = &pg.pool;
     let head = head(pool, id, request_id).await?;
     if let Some((first, last)) = head.request_range()? {
         return Ok(Checked::Duplicate(Appended {
-            events: events_between(pool, id, first, last).await?,
+            events: events_between(pg, id, first, last).await?,
             duplicate: true,
             webhooks_queued: false,
         }));
     }
     if let (true, Some(request_id)) = (head.packed, request_id) {
         // A retry of a request packed into a block: the index no longer holds its id.
-        let mut conn = pool.acquire().await.map_err(db)?;
-        let range = super::blocks::request_range(&mut conn, id, request_id).await?;
-        drop(conn);
+        let range = pg
+            .reads
+            .run(async |conn| super::blocks::request_range(conn, id, request_id).await)
+            .await?;
         if let Some((first, last)) = range {
             return Ok(Checked::Duplicate(Appended {
-                events: events_between(pool, id, first, last).await?,
+                events: events_between(pg, id, first, last).await?,
                 duplicate: true,
                 webhooks_queued: false,
             }));
@@ -254,7 +258,6 @@ pub(super) async fn append(
     events: Vec<NewEvent>,
     update: &MatchUpdate,
 ) -> Result<Appended, StoreError> {
-    let pool = &pg.pool;
     if let Some(turns) = &update.turns {
         // Seat ranges are checked against the match below; two turns for one seat, here.
         crate::turns::check(turns, 256)?;
@@ -263,7 +266,7 @@ pub(super) async fn append(
     let request_id = request_id.as_deref();
     let mut prev = match pg.heads.get(id) {
         Some((version, hash)) if version == expected => hash,
-        _ => match check(pool, id, expected, request_id, update).await? {
+        _ => match check(pg, id, expected, request_id, update).await? {
             Checked::Duplicate(original) => return Ok(original),
             Checked::AtVersion(hash) => hash,
         },
@@ -274,7 +277,7 @@ pub(super) async fn append(
             return Ok(appended);
         }
         pg.heads.forget(id);
-        match check(pool, id, expected, request_id, update).await? {
+        match check(pg, id, expected, request_id, update).await? {
             Checked::Duplicate(original) => return Ok(original),
             Checked::AtVersion(hash) => prev = hash,
         }

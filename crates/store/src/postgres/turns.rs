@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
 
-use super::{Durability, custom_plans, db};
+use super::{Durability, begin, custom_plans, db};
 use crate::rows::{Binds, Params, ReminderRow, Time, TurnRow, to_i64};
 use crate::turns::{ReminderColumns, reminders};
 use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
@@ -147,7 +147,7 @@ pub(super) async fn remind(
     if any.is_none() {
         return Ok(0);
     }
-    let mut tx = pool.begin().await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN").await?;
     let due: Vec<ReminderRow> = sqlx::query_as(
         "WITH due AS (
             SELECT match_id, seat, remind_at FROM turns
