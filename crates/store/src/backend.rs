@@ -20,6 +20,26 @@ use crate::{
 /// What a backend operation answers.
 pub(crate) type Answer<T> = Result<T, StoreError>;
 
+/// A transaction on a connection of `pool`, begun by `statement`, whatever becomes of the
+/// caller. sqlx 0.8 cannot be trusted with a `BEGIN` whose caller is dropped (a request
+/// cancelled, a deadline) while it waits for the answer: PostgreSQL arms the transaction's
+/// rollback only once `BEGIN` is answered, and SQLite's worker may hand its answer to a caller
+/// already gone. The pool then gets back a connection inside a transaction, and the next
+/// caller's statements run in it: on PostgreSQL its writes are never committed, on SQLite
+/// every other writer waits on the lock it holds. So the `BEGIN` runs in a task of its own,
+/// which a dropped caller does not cancel; the transaction it ends with, then dropped, rolls
+/// back.
+pub(crate) async fn begin<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+    statement: &'static str,
+) -> Answer<sqlx::Transaction<'static, DB>> {
+    let pool = pool.clone();
+    tokio::spawn(async move { pool.begin_with(statement).await })
+        .await
+        .map_err(|e| StoreError::Internal(format!("beginning a transaction: {e}")))?
+        .map_err(StoreError::from_sqlx)
+}
+
 /// The operations of a backend; see the [`crate::Store`] method of the same name for each.
 pub(crate) trait Backend {
     /// `postgres` or `sqlite`.

@@ -2,6 +2,7 @@
 //! SQLite (a temporary file) and on PostgreSQL (a fresh database on the server at
 //! `DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`, dropped afterwards).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
@@ -325,6 +326,80 @@ mod checks {
         // Listing reads every row back.
         h.store.list_matches(&MatchFilter::default()).await?;
         h.store.ping().await?;
+        Ok(())
+    }
+
+    /// Work cancelled part-way (a request dropped, a deadline) at every point of its way, its
+    /// transactions' `BEGIN` among them: the store goes on writing at once, every append
+    /// acknowledged is in the log once, and an append cancelled is there at most once.
+    pub(super) async fn cancelled_work_leaves_the_store_writable(h: &Harness) -> Result<()> {
+        const STEPS: u64 = 1000;
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        let version = async || Ok::<_, StoreError>(h.store.get_match(m.id).await?.version);
+        for step in 0..STEPS {
+            let now = Utc::now();
+            let at_version = version().await?;
+            let work = async {
+                match step % 4 {
+                    0 => h.store.load(m.id, 1).await.map(drop),
+                    1 => h.store.claim_turns(now, now, 10).await.map(drop),
+                    2 => {
+                        let remind = |_: &Reminder| String::new();
+                        h.store.queue_reminders(now, 10, remind).await.map(drop)
+                    }
+                    _ => {
+                        let cut = action(0, &format!("cut-{step}"), 1);
+                        let update = MatchUpdate::default();
+                        h.store
+                            .append(m.id, at_version, vec![cut], update)
+                            .await
+                            .map(drop)
+                    }
+                }
+            };
+            let wait = Duration::from_micros(step % 250 * 4);
+            match tokio::time::timeout(wait, work).await {
+                Err(_) | Ok(Ok(())) | Ok(Err(StoreError::Conflict { .. })) => {}
+                Ok(Err(other)) => anyhow::bail!("step {step}: {other:?}"),
+            }
+            // An append right after, as the next request would make: on a store left inside
+            // a transaction it would wait on that transaction's lock.
+            let next = async {
+                loop {
+                    let event = action(1, &format!("next-{step}"), 2);
+                    let update = MatchUpdate::default();
+                    match h
+                        .store
+                        .append(m.id, version().await?, vec![event], update)
+                        .await
+                    {
+                        // A cancelled append the store was still writing took the version.
+                        Err(StoreError::Conflict { .. }) => continue,
+                        done => return done,
+                    }
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), next)
+                .await
+                .with_context(|| format!("step {step}: an append waited 10 s"))??;
+        }
+        let log = h.store.read_events(m.id, 0, 10_000).await?;
+        let mut requests = HashMap::new();
+        for event in &log {
+            if let Some(request) = &event.request_id {
+                *requests.entry(request.as_str()).or_insert(0) += 1;
+            }
+        }
+        for step in 0..STEPS {
+            ensure!(requests.get(format!("next-{step}").as_str()) == Some(&1));
+            ensure!(
+                requests
+                    .get(format!("cut-{step}").as_str())
+                    .is_none_or(|n| *n == 1)
+            );
+        }
+        ensure!(log.len() as u64 == version().await?);
         Ok(())
     }
 
@@ -2334,6 +2409,7 @@ conformance!(
     a_load_from_a_snapshot_lists_the_request_ids_before_it,
     text_a_database_cannot_hold_is_refused_and_nothing_is_written,
     a_timeout_beyond_what_both_backends_store_is_refused,
+    cancelled_work_leaves_the_store_writable,
     the_server_key_is_stored_once_and_shared,
     a_creators_unfinished_matches_are_counted_up_to_the_limit,
     an_append_the_database_refuses_fails_alone_in_its_batch,

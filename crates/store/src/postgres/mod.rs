@@ -40,7 +40,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use crate::backend::{Answer, Backend};
+use crate::backend::{Answer, Backend, begin};
 use crate::{
     Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Listener, Loaded, MatchFilter,
     MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PackSweep, PlayerFilter, Reminder,
@@ -177,23 +177,6 @@ async fn custom_plans(
         },
     )
     .await
-}
-
-/// A transaction on a connection of `pool`, begun by `statement`, whatever becomes of the
-/// caller. sqlx 0.8 arms a transaction's rollback only once `BEGIN` is answered: a caller
-/// dropped while waiting for that answer (a request cancelled, a deadline) would hand the pool
-/// a connection inside a transaction, and the next caller's statements would run in it, its
-/// writes never committed. So the `BEGIN` runs in a task of its own, which a dropped caller
-/// does not cancel; the transaction it ends with, then dropped, rolls back.
-async fn begin(
-    pool: &PgPool,
-    statement: &'static str,
-) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    let pool = pool.clone();
-    tokio::spawn(async move { pool.begin_with(statement).await })
-        .await
-        .map_err(|e| StoreError::Internal(format!("beginning a transaction: {e}")))?
-        .map_err(db)
 }
 
 /// When a transaction's commit returns (see [`custom_plans`]).

@@ -6,6 +6,7 @@ use chrono::Utc;
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::db;
+use crate::backend::begin;
 use crate::rows::{Binds, EventRow, EventValues, HeadRow, SnapshotRow, Time, to_i64};
 use crate::{
     Appended, Loaded, MatchId, MatchUpdate, NewEvent, Snapshot, StoreError, StoredEvent,
@@ -66,7 +67,7 @@ pub(super) async fn append(
     update: &MatchUpdate,
 ) -> Result<Appended, StoreError> {
     let request_id = events.first().and_then(|e| e.request_id.clone());
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let head: Option<HeadRow> = sqlx::query_as(
         "SELECT m.seat_count, m.version, m.last_hash, r.seq AS first_seq,
              r.request_last AS last_seq
@@ -183,7 +184,7 @@ pub(super) async fn load(
     rules_version: u32,
 ) -> Result<Loaded, StoreError> {
     // A read transaction keeps one consistent view across the three reads.
-    let mut tx = pool.begin().await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN").await?;
     let record = super::matches::read(&mut tx, id).await?;
     let snapshot: Option<SnapshotRow> = sqlx::query_as(
         "SELECT seq, rules_version, state FROM snapshots

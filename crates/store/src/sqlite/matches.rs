@@ -3,6 +3,7 @@
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::db;
+use crate::backend::begin;
 use crate::rows::{Binds, MatchRow, MatchValues, SeatRow, hash32};
 use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, StoreError, StoredEvent};
 
@@ -16,7 +17,7 @@ pub(super) async fn create(
     events: &[StoredEvent],
 ) -> Result<(), StoreError> {
     let id = m.id.to_string();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let inserted = sqlx::query(
         "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
              seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
 use super::db;
+use crate::backend::begin;
 use crate::rows::{
     AttemptValues, Binds, ClaimRow, KeyValues, RECORD_COLUMNS, RecordRow, Time, WebhookRow,
 };
@@ -43,7 +44,7 @@ pub(super) async fn remove_webhook(
     id: MatchId,
     seat: u8,
 ) -> Result<bool, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let removed = sqlx::query("DELETE FROM webhooks WHERE match_id = ?1 AND seat = ?2")
         .bind(id.to_string())
         .bind(i16::from(seat))
@@ -89,7 +90,7 @@ pub(super) async fn claim(
     limit: u32,
 ) -> Result<Vec<Delivery>, StoreError> {
     // One writer at a time: the immediate transaction is the claim's lock.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let rows: Vec<ClaimRow> = sqlx::query_as(
         "SELECT o.match_id, o.seq, o.seat, o.kind, COALESCE(w.url, o.url) AS url, o.body,
             o.attempts, w.secret
@@ -128,7 +129,7 @@ pub(super) async fn defer(
     lease_until: DateTime<Utc>,
     due_at: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let mut deferred = 0;
     for key in keys {
         deferred += sqlx::query(

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 
 use super::db;
+use crate::backend::begin;
 use crate::rows::{Binds, Params, ReminderRow, Time, TurnRow, to_i64};
 use crate::turns::reminders;
 use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
@@ -89,7 +90,7 @@ pub(super) async fn claim(
     limit: u32,
 ) -> Result<Vec<TurnRecord>, StoreError> {
     // The write lock first: no other claimer reads the same rows before this one leases them.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let rows: Vec<TurnRow> = sqlx::query_as(&format!(
         "UPDATE turns SET lease_until = ?2
          WHERE (match_id, seat) IN (SELECT match_id, seat FROM turns
@@ -157,7 +158,7 @@ pub(super) async fn remind(
         return Ok(0);
     }
     // The write lock first: no other caller reads the same reminders before they are cleared.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
+    let mut tx = begin(pool, "BEGIN IMMEDIATE").await?;
     let due: Vec<ReminderRow> = sqlx::query_as(
         "SELECT t.match_id, t.seat, t.version, t.due_at, t.remind_at, w.url
          FROM turns t LEFT JOIN webhooks w ON w.match_id = t.match_id AND w.seat = t.seat
