@@ -496,6 +496,114 @@ async fn play_out(
     }
 }
 
+/// Clients that give up on their acts: each act is first sent with a deadline (from 50 µs to
+/// 4 ms, so the server drops it at every point of its way: before deciding, while appending,
+/// after), then sent again unchanged without one, as a client that lost its answer would. The
+/// retry answers the act once: the original version when the first attempt was applied, a
+/// fresh one when it was not. Every act is in the log exactly once, and on PostgreSQL no
+/// session is left inside a transaction by the dropped requests.
+async fn acts_given_up_by_their_clients(backend: Backend) {
+    use sqlx::Connection;
+    use std::time::Duration;
+    let app = spawn_app(backend).await;
+    let mut player = app.grpc().await;
+    let deadlines = [1, 10, 25, 50, 100, 200, 500, 1_000, 4_000].map(Duration::from_micros);
+    let (mut given_up, mut applied_anyway) = (0, 0);
+    for game in 0..3u64 {
+        let (match_id, tokens) = create_and_join(&mut player, 2).await;
+        let mut rng = Lcg(game);
+        let mut acts = HashMap::new();
+        loop {
+            let spectator = spectator_view(&mut player, &match_id).await;
+            if spectator.outcome.is_some() {
+                break;
+            }
+            let seat = spectator.awaiting[0] as usize;
+            let view = seat_view(&mut player, &match_id, &tokens[seat]).await;
+            let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
+            let act = act_request(&match_id, &view, action);
+            let mut first = authed(act.clone(), &tokens[seat]);
+            first.set_timeout(deadlines[acts.len() % deadlines.len()]);
+            let first = match player.act(first).await {
+                Ok(answer) => Some(answer.into_inner().version),
+                Err(status) => {
+                    assert!(
+                        matches!(status.code(), Code::DeadlineExceeded | Code::Cancelled),
+                        "a first attempt failed otherwise: {status:?}"
+                    );
+                    given_up += 1;
+                    None
+                }
+            };
+            let retry = player
+                .act(authed(act.clone(), &tokens[seat]))
+                .await
+                .expect("the retry is answered")
+                .into_inner();
+            match first {
+                Some(version) => {
+                    assert!(retry.duplicate, "a retry of an answered act is a duplicate");
+                    assert_eq!(retry.version, version, "with its original version");
+                }
+                None => applied_anyway += u32::from(retry.duplicate),
+            }
+            assert!(
+                acts.insert(act.request_id, retry.version).is_none(),
+                "a fresh request id each act"
+            );
+        }
+        let log = audit_log(&mut player, &match_id).await;
+        let mut logged: HashMap<String, u64> = HashMap::new();
+        for event in &log.events {
+            if let Some(request_id) = &event.request_id
+                && acts.contains_key(request_id)
+            {
+                assert!(
+                    logged.insert(request_id.clone(), event.seq).is_none(),
+                    "act {request_id} is in the log twice"
+                );
+            }
+        }
+        assert_eq!(
+            logged, acts,
+            "every act in the log once, at the version it was answered"
+        );
+    }
+    assert!(given_up > 0, "no first attempt was given up");
+    eprintln!("{given_up} acts given up, {applied_anyway} of them applied before they were");
+    if matches!(backend, Backend::Sqlite) {
+        return;
+    }
+    let mut db = sqlx::PgConnection::connect(app.database_url())
+        .await
+        .expect("database");
+    let mut left = -1;
+    for _ in 0..50 {
+        left = sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+             AND state = 'idle in transaction' AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&mut db)
+        .await
+        .expect("sessions");
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(left, 0, "sessions left idle in a transaction");
+}
+
+#[tokio::test]
+async fn acts_given_up_by_their_clients_are_applied_once_on_postgres() {
+    acts_given_up_by_their_clients(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn acts_given_up_by_their_clients_are_applied_once_on_sqlite() {
+    acts_given_up_by_their_clients(Backend::Sqlite).await;
+}
+
 /// Many streams watch one match: two spectators and two streams of each seat, open before the
 /// first act. Every stream gets every update, each exactly as the rules let its own viewer see
 /// it, and streams of the same viewer get the same.
