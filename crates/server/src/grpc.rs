@@ -102,11 +102,11 @@ impl Missive for Grpc {
         request: Request<pb::CreateMatchRequest>,
     ) -> Result<Response<pb::CreateMatchResponse>, Status> {
         let client = request.extensions().get::<Client>().cloned();
+        let request = request.into_inner();
         Ok(Response::new(
             self.service
-                .bounded(
-                    self.service
-                        .create_match_by(client.as_ref(), request.into_inner()),
+                .bounded_write(
+                    move |s| async move { s.create_match_by(client.as_ref(), request).await },
                 )
                 .await?,
         ))
@@ -117,9 +117,10 @@ impl Missive for Grpc {
         request: Request<pb::JoinMatchRequest>,
     ) -> Result<Response<pb::JoinMatchResponse>, Status> {
         let caller = caller(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
             self.service
-                .bounded(self.service.join_match(&caller, request.into_inner()))
+                .bounded_write(move |s| async move { s.join_match(&caller, request).await })
                 .await?,
         ))
     }
@@ -129,9 +130,10 @@ impl Missive for Grpc {
         request: Request<pb::ActRequest>,
     ) -> Result<Response<pb::ActResponse>, Status> {
         let caller = caller(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
             self.service
-                .bounded(self.service.act(&caller, request.into_inner()))
+                .bounded_write(move |s| async move { s.act(&caller, request).await })
                 .await?,
         ))
     }
@@ -286,9 +288,10 @@ impl Missive for Grpc {
         request: Request<pb::LeaveMatchRequest>,
     ) -> Result<Response<pb::LeaveMatchResponse>, Status> {
         let caller = caller(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
             self.service
-                .bounded(self.service.leave_match(&caller, request.into_inner()))
+                .bounded_write(move |s| async move { s.leave_match(&caller, request).await })
                 .await?,
         ))
     }
@@ -322,9 +325,10 @@ impl Missive for Grpc {
         request: Request<pb::RematchRequest>,
     ) -> Result<Response<pb::RematchResponse>, Status> {
         let caller = caller(&request)?;
+        let request = request.into_inner();
         Ok(Response::new(
             self.service
-                .bounded(self.service.rematch(&caller, request.into_inner()))
+                .bounded_write(move |s| async move { s.rematch(&caller, request).await })
                 .await?,
         ))
     }

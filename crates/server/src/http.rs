@@ -123,7 +123,9 @@ async fn create_match(
         StatusCode::CREATED,
         Reply(
             service
-                .bounded(service.create_match_by(client.as_ref(), request))
+                .bounded_write(
+                    move |s| async move { s.create_match_by(client.as_ref(), request).await },
+                )
                 .await?,
         ),
     ))
@@ -183,7 +185,7 @@ async fn join_match(
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
         service
-            .bounded(service.join_match(&caller, request))
+            .bounded_write(move |s| async move { s.join_match(&caller, request).await })
             .await?,
     ))
 }
@@ -196,7 +198,9 @@ async fn rematch(
 ) -> ApiResult<Reply<pb::RematchResponse>> {
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
-        service.bounded(service.rematch(&caller, request)).await?,
+        service
+            .bounded_write(move |s| async move { s.rematch(&caller, request).await })
+            .await?,
     ))
 }
 
@@ -224,7 +228,11 @@ async fn act(
     ProtoJson(mut request): ProtoJson<pb::ActRequest>,
 ) -> ApiResult<Reply<pb::ActResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(service.bounded(service.act(&caller, request)).await?))
+    Ok(Reply(
+        service
+            .bounded_write(move |s| async move { s.act(&caller, request).await })
+            .await?,
+    ))
 }
 
 async fn get_view(
@@ -273,7 +281,7 @@ async fn leave_match(
     same_match(id, &mut request.match_id)?;
     Ok(Reply(
         service
-            .bounded(service.leave_match(&caller, request))
+            .bounded_write(move |s| async move { s.leave_match(&caller, request).await })
             .await?,
     ))
 }

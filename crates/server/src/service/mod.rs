@@ -237,6 +237,27 @@ impl Service {
         })
     }
 
+    /// [`Service::bounded`] for a request that writes, whose work runs in a task of its own:
+    /// once the request has reached the server, its work goes to its end even if the caller
+    /// goes away (a client's deadline, a dropped connection), so that what it appended is not
+    /// only committed but folded into the cache and told to watchers, the turn worker and the
+    /// webhook worker. The caller waits no longer than `bounded` says either way.
+    pub async fn bounded_write<T, F>(
+        self: &Arc<Self>,
+        work: impl FnOnce(Arc<Service>) -> F,
+    ) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = ApiResult<T>> + Send + 'static,
+    {
+        let task = tokio::spawn(work(Arc::clone(self)));
+        self.bounded(async {
+            task.await
+                .map_err(|e| ApiError::internal(format!("a write's task failed: {e}")))?
+        })
+        .await
+    }
+
     /// The clock events are stamped with and turns fall due by.
     pub fn clock(&self) -> &crate::clock::Clock {
         &self.settings.clock

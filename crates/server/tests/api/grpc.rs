@@ -10,8 +10,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, act_request, audit_log, authed, get_match, love_letter_options, maybe_authed,
-    open_love_letter, replay, seat_view, spawn_app, spectator_view,
+    Backend, Lcg, Options, act_request, audit_log, authed, get_match, love_letter_options,
+    maybe_authed, open_love_letter, replay, seat_view, spawn_app, spawn_app_with, spectator_view,
 };
 
 /// A played match and every view each seat received, by version.
@@ -602,6 +602,86 @@ async fn acts_given_up_by_their_clients_are_applied_once_on_postgres() {
 #[tokio::test]
 async fn acts_given_up_by_their_clients_are_applied_once_on_sqlite() {
     acts_given_up_by_their_clients(Backend::Sqlite).await;
+}
+
+/// An act its player gave up on still runs to its end once it reached the server: a bot owed
+/// the next turn plays it at once, as after any act, not at the next poll for due turns (10 s
+/// here). The act is sent with a deadline (1 µs to 4 ms), then again unchanged.
+#[tokio::test]
+async fn a_bot_answers_an_act_its_client_gave_up_on_at_once_on_postgres() {
+    use std::time::{Duration, Instant};
+    let options = Options {
+        env: &[("MISSIVE_TURN_POLL_MS", "10000")],
+        ..Options::default()
+    };
+    let app = spawn_app_with(Backend::Postgres, options).await;
+    let mut player = app.grpc().await;
+    let deadlines = [1, 10, 25, 50, 100, 200, 500, 1_000, 4_000].map(Duration::from_micros);
+    let (mut acts, mut applied_anyway) = (0, 0);
+    for game in 0..3u64 {
+        let created = player
+            .create_match(pb::CreateMatchRequest {
+                bots: vec![pb::BotSeat {
+                    seat: 1,
+                    strategy: String::new(),
+                    nonce: String::new(),
+                }],
+                ..love_letter_options(2)
+            })
+            .await
+            .expect("create")
+            .into_inner();
+        let match_id = created.r#match.expect("info").match_id;
+        let token = player
+            .join_match(pb::JoinMatchRequest {
+                match_id: match_id.clone(),
+                player: "ann".into(),
+                seat: Some(0),
+                ..Default::default()
+            })
+            .await
+            .expect("join")
+            .into_inner()
+            .seat_token;
+        let mut rng = Lcg(game);
+        loop {
+            let asked = Instant::now();
+            let view = loop {
+                let view = seat_view(&mut player, &match_id, &token).await;
+                if view.outcome.is_some() || view.awaiting.contains(&0) {
+                    break view;
+                }
+                assert!(
+                    asked.elapsed() < Duration::from_secs(3),
+                    "the bot has not played within 3 s of act {acts} (version {})",
+                    view.version
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            if view.outcome.is_some() {
+                break;
+            }
+            let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
+            let act = act_request(&match_id, &view, action);
+            let mut first = authed(act.clone(), &token);
+            first.set_timeout(deadlines[acts % deadlines.len()]);
+            acts += 1;
+            if player.act(first).await.is_ok() {
+                continue;
+            }
+            let retry = player
+                .act(authed(act, &token))
+                .await
+                .expect("the retry is answered")
+                .into_inner();
+            applied_anyway += u32::from(retry.duplicate);
+        }
+    }
+    assert!(
+        applied_anyway > 0,
+        "no act was applied after its client gave up"
+    );
+    eprintln!("{acts} acts, {applied_anyway} applied after their client gave up");
 }
 
 /// Many streams watch one match: two spectators and two streams of each seat, open before the
