@@ -51,6 +51,11 @@ pub use crate::events::kinds;
 /// How much longer than the store's connection wait a request may take before it is answered
 /// UNAVAILABLE (see [`Service::bounded`]).
 pub const STORE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The longest a write's work runs, whether or not its caller still waits
+/// ([`Service::bounded_write`]).
+const WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// How often an act or join retries after losing a race to another writer.
 const APPEND_ATTEMPTS: usize = 5;
 /// Updates a match's watchers may fall behind before they catch up from the store instead.
@@ -241,7 +246,9 @@ impl Service {
     /// once the request has reached the server, its work goes to its end even if the caller
     /// goes away (a client's deadline, a dropped connection), so that what it appended is not
     /// only committed but folded into the cache and told to watchers, the turn worker and the
-    /// webhook worker. The caller waits no longer than `bounded` says either way.
+    /// webhook worker. The caller waits no longer than `bounded` says either way; the work
+    /// itself is given up after [`WRITE_LIMIT`], so that writes queued behind one match on a
+    /// database that hangs do not pile up for good.
     pub async fn bounded_write<T, F>(
         self: &Arc<Self>,
         work: impl FnOnce(Arc<Service>) -> F,
@@ -250,7 +257,14 @@ impl Service {
         T: Send + 'static,
         F: std::future::Future<Output = ApiResult<T>> + Send + 'static,
     {
-        let task = tokio::spawn(work(Arc::clone(self)));
+        let work = tokio::time::timeout(WRITE_LIMIT, work(Arc::clone(self)));
+        let task = tokio::spawn(async move {
+            work.await.unwrap_or_else(|_| {
+                Err(ApiError::Unavailable(format!(
+                    "a write took longer than {WRITE_LIMIT:?}"
+                )))
+            })
+        });
         self.bounded(async {
             task.await
                 .map_err(|e| ApiError::internal(format!("a write's task failed: {e}")))?
