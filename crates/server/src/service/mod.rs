@@ -36,6 +36,7 @@ use missive_store::{
 
 use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
+use tracing::Instrument;
 
 use crate::auth::{self, Keys};
 use crate::bots;
@@ -258,13 +259,17 @@ impl Service {
         F: std::future::Future<Output = ApiResult<T>> + Send + 'static,
     {
         let work = tokio::time::timeout(WRITE_LIMIT, work(Arc::clone(self)));
-        let task = tokio::spawn(async move {
-            work.await.unwrap_or_else(|_| {
-                Err(ApiError::Unavailable(format!(
-                    "a write took longer than {WRITE_LIMIT:?}"
-                )))
-            })
-        });
+        // In the request's span, which its log lines and its recorded ids belong to.
+        let task = tokio::spawn(
+            async move {
+                work.await.unwrap_or_else(|_| {
+                    Err(ApiError::Unavailable(format!(
+                        "a write took longer than {WRITE_LIMIT:?}"
+                    )))
+                })
+            }
+            .in_current_span(),
+        );
         self.bounded(async {
             task.await
                 .map_err(|e| ApiError::internal(format!("a write's task failed: {e}")))?
