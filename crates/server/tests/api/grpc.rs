@@ -10,8 +10,9 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, Options, act_request, audit_log, authed, get_match, love_letter_options,
-    maybe_authed, open_love_letter, replay, seat_view, spawn_app, spawn_app_with, spectator_view,
+    Backend, Lcg, Options, act_request, assert_each_act_logged_once, audit_log, authed, get_match,
+    love_letter_options, maybe_authed, open_love_letter, replay, seat_view, spawn_app,
+    spawn_app_with, spectator_view,
 };
 
 /// A played match and every view each seat received, by version.
@@ -553,20 +554,11 @@ async fn acts_given_up_by_their_clients(backend: Backend) {
             );
         }
         let log = audit_log(&mut player, &match_id).await;
-        let mut logged: HashMap<String, u64> = HashMap::new();
-        for event in &log.events {
-            if let Some(request_id) = &event.request_id
-                && acts.contains_key(request_id)
-            {
-                assert!(
-                    logged.insert(request_id.clone(), event.seq).is_none(),
-                    "act {request_id} is in the log twice"
-                );
-            }
-        }
-        assert_eq!(
-            logged, acts,
-            "every act in the log once, at the version it was answered"
+        assert_each_act_logged_once(
+            &acts,
+            log.events
+                .iter()
+                .map(|event| (event.request_id.as_deref(), event.seq)),
         );
     }
     assert!(given_up > 0, "no first attempt was given up");

@@ -3,6 +3,7 @@
 //! replicas on the same database, killing and restarting a server, and a TCP proxy that can
 //! cut a server off from PostgreSQL.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -750,4 +751,27 @@ pub(crate) fn replay(log: &pb::AuditLog) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// Every act of `acts` (its request id, and the version its answer or its retry's gave) is in
+/// the match's log exactly once, at that version; `log` is each event's request id and seq.
+pub(crate) fn assert_each_act_logged_once<'a>(
+    acts: &HashMap<String, u64>,
+    log: impl IntoIterator<Item = (Option<&'a str>, u64)>,
+) {
+    let mut logged: HashMap<String, u64> = HashMap::new();
+    for (request_id, seq) in log {
+        if let Some(request_id) = request_id
+            && acts.contains_key(request_id)
+        {
+            assert!(
+                logged.insert(request_id.to_owned(), seq).is_none(),
+                "act {request_id} is in the log twice"
+            );
+        }
+    }
+    assert_eq!(
+        &logged, acts,
+        "every act in the log once, at the version it was answered"
+    );
 }

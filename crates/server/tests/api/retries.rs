@@ -1,15 +1,20 @@
 //! Retries as a mobile client makes them: a request whose answer was lost is sent again,
 //! unchanged, to a server that has since been killed and restarted, that loaded the match from
 //! a snapshot taken after the request, or to another replica. Each answers what the first
-//! attempt did. Also: bad input from one client is refused at the edge and harms no one, and a
-//! lost database fails every request within a stated bound.
+//! attempt did; an act whose client gave up on it mid-way is applied once and heard of at once.
+//! Also: bad input from one client is refused at the edge and harms no one, and a lost database
+//! fails every request within a stated bound.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sqlx::Connection;
 
-use crate::helpers::{Backend, Options, PgProxy, TestApp, spawn_app_with, spawn_replica_with};
+use crate::helpers::{
+    Backend, Options, PgProxy, TestApp, assert_each_act_logged_once, spawn_app_with,
+    spawn_replica_with,
+};
 
 /// Snapshots every four events, so that a short match is loaded from one after a restart.
 const SNAPSHOTS_OFTEN: Options = Options {
@@ -534,6 +539,162 @@ async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_post
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_sqlite() {
     create_leave_and_webhook_retried(Backend::Sqlite).await;
+}
+
+/// HTTP clients that give up on their acts: each act is first sent with a client timeout (from
+/// 50 µs to 8 ms, so the connection closes before the server decides, while it appends, or
+/// after), then sent again unchanged, as a client that lost its answer would. The retry
+/// answers the act once: the original version when the first attempt was answered, and either
+/// a duplicate or a fresh version when it was not. Every act is in the audit log exactly once,
+/// at the version its retry gave.
+async fn acts_given_up_over_http(backend: Backend) {
+    let app = spawn_app_with(backend, Options::default()).await;
+    let timeouts = [50, 200, 500, 1_000, 2_000, 4_000, 8_000].map(Duration::from_micros);
+    let (mut given_up, mut applied_anyway) = (0, 0);
+    for game in 0..3 {
+        let (id, tokens) = started(&app).await;
+        let path = format!("/v1/matches/{id}/act");
+        let mut acts = HashMap::new();
+        while let Some((token, body)) = next_act(
+            &app,
+            &id,
+            &tokens,
+            &format!("given-up-{game}-{}", acts.len()),
+        )
+        .await
+        {
+            let first = app
+                .http
+                .post(app.url(&path))
+                .bearer_auth(&token)
+                .json(&body)
+                .timeout(timeouts[acts.len() % timeouts.len()])
+                .send()
+                .await;
+            let first = match first {
+                Ok(answer) => {
+                    assert_eq!(answer.status(), 200, "a first attempt answered otherwise");
+                    answer
+                        .json::<Value>()
+                        .await
+                        .ok()
+                        .map(|answer| version(&answer))
+                }
+                Err(error) => {
+                    assert!(
+                        error.is_timeout(),
+                        "a first attempt failed otherwise: {error}"
+                    );
+                    None
+                }
+            };
+            let (status, retry) = post(&app, &path, Some(&token), &body).await;
+            assert_eq!(status, 200, "the retry is answered: {retry}");
+            match first {
+                Some(answered) => {
+                    assert_eq!(retry["duplicate"], true, "{retry}");
+                    assert_eq!(version(&retry), answered, "with its original version");
+                }
+                None => {
+                    given_up += 1;
+                    applied_anyway += u32::from(retry["duplicate"] == true);
+                }
+            }
+            let request_id = body["requestId"].as_str().expect("an id").to_owned();
+            assert!(acts.insert(request_id, version(&retry)).is_none());
+        }
+        let (status, history) = get(&app, &format!("/v1/matches/{id}/history"), None).await;
+        assert_eq!(status, 200, "{history}");
+        let log = history["audit"]["events"].as_array().expect("the full log");
+        assert_each_act_logged_once(
+            &acts,
+            log.iter().map(|event| {
+                let seq = event["seq"].as_str().and_then(|seq| seq.parse().ok());
+                (event["requestId"].as_str(), seq.expect("a seq"))
+            }),
+        );
+    }
+    assert!(given_up > 0, "no first attempt was given up");
+    eprintln!("{given_up} acts given up, {applied_anyway} of them applied before they were");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acts_given_up_over_http_are_applied_once_on_postgres() {
+    acts_given_up_over_http(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acts_given_up_over_http_are_applied_once_on_sqlite() {
+    acts_given_up_over_http(Backend::Sqlite).await;
+}
+
+/// An act whose HTTP client gave up still runs to its end once it reached the server: the bot
+/// owed the next turn plays it at once, as after any act, not at the next poll for due turns
+/// (10 s here). Each act is sent with a client timeout (300 µs to 3 ms, around the time an act
+/// takes, so that the connection closes while it appends), then again unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_answers_an_act_its_http_client_gave_up_on_at_once_on_postgres() {
+    let options = Options {
+        env: &[("MISSIVE_TURN_POLL_MS", "10000")],
+        ..Options::default()
+    };
+    let app = spawn_app_with(Backend::Postgres, options).await;
+    let timeouts = [300, 500, 700, 900, 1_200, 1_600, 2_000, 3_000].map(Duration::from_micros);
+    let (mut acts, mut applied_anyway) = (0, 0);
+    for game in 0..8 {
+        let mut body = love_letter(2);
+        body["bots"] = json!([{"seat": 1}]);
+        let id = create(&app, &body).await;
+        let (status, joined) = post(
+            &app,
+            &format!("/v1/matches/{id}/join"),
+            None,
+            &json!({"player": "ann", "seat": 0}),
+        )
+        .await;
+        assert_eq!(status, 200, "{joined}");
+        let tokens = [joined["seatToken"].as_str().expect("token").to_owned()];
+        let path = format!("/v1/matches/{id}/act");
+        loop {
+            let asked = Instant::now();
+            let next = loop {
+                let (status, view) = get(&app, &format!("/v1/matches/{id}/view"), None).await;
+                assert_eq!(status, 200, "{view}");
+                if view["view"].get("outcome").is_some() {
+                    break None;
+                }
+                if view["view"]["awaiting"] == json!([0]) {
+                    break next_act(&app, &id, &tokens, &format!("bot-{game}-{acts}")).await;
+                }
+                assert!(
+                    asked.elapsed() < Duration::from_secs(3),
+                    "the bot has not played within 3 s of act {acts}: {view}"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            let Some((token, act)) = next else { break };
+            let first = app
+                .http
+                .post(app.url(&path))
+                .bearer_auth(&token)
+                .json(&act)
+                .timeout(timeouts[acts % timeouts.len()])
+                .send()
+                .await;
+            acts += 1;
+            if first.is_ok_and(|answer| answer.status() == 200) {
+                continue;
+            }
+            let (status, retry) = post(&app, &path, Some(&token), &act).await;
+            assert_eq!(status, 200, "the retry is answered: {retry}");
+            applied_anyway += u32::from(retry["duplicate"] == true);
+        }
+    }
+    assert!(
+        applied_anyway > 0,
+        "no act was applied after its client gave up"
+    );
+    eprintln!("{acts} acts, {applied_anyway} applied after their client gave up");
 }
 
 /// Input no store can hold is refused at the edge with 400, stores nothing, and leaves every
