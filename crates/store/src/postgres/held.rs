@@ -3,6 +3,11 @@
 //! to the pool (pinged there, which also rolls back a transaction dropped on it) only when a
 //! statement on it failed.
 //!
+//! A held connection lives no longer than the pool's own (`max_lifetime`, sqlx's 30 minutes by
+//! default): once it has been held that long, the end of its lease hands it back to the pool,
+//! which closes it, and the next lease takes another. So the sessions a server keeps are renewed
+//! like the pool's, and their memory on the database server with them.
+//!
 //! A connection whose work was cancelled part-way (a request dropped, a deadline) is closed
 //! instead. sqlx 0.8 cannot be trusted with it: a `BEGIN` cancelled before its answer leaves the
 //! session in a transaction that nothing rolls back, and the pool would hand that connection
@@ -10,6 +15,7 @@
 //! transaction on the server.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres};
@@ -23,14 +29,21 @@ pub(super) struct Connections {
     pool: PgPool,
     /// One permit per free connection.
     pub(super) permits: Arc<Semaphore>,
-    /// The free connections; `None` for one that is to be opened again.
-    free: Mutex<Vec<Option<PoolConnection<Postgres>>>>,
+    /// The free connections, each with when it was taken from the pool; `None` for one that is
+    /// to be opened again.
+    free: Mutex<Vec<Option<Held>>>,
+    /// How long a connection is held before it goes back to the pool: the pool's lifetime.
+    lifetime: Option<Duration>,
 }
+
+/// A connection taken from the pool, and when.
+type Held = (PoolConnection<Postgres>, Instant);
 
 impl Connections {
     /// Room for `count` held connections of `pool`, opened as they are first used.
     pub(super) fn new(pool: PgPool, count: usize) -> Arc<Connections> {
         Arc::new(Connections {
+            lifetime: pool.options().get_max_lifetime(),
             pool,
             permits: Arc::new(Semaphore::new(count)),
             free: Mutex::new((0..count).map(|_| None).collect()),
@@ -81,11 +94,12 @@ impl Connections {
 }
 
 /// A connection in use. When dropped, a held one goes back to the free list if its work
-/// succeeded; one whose work failed goes back to the pool; one whose work never finished is
-/// closed. The next lease of a held connection that was not kept opens a fresh one.
+/// succeeded and it has not been held for the pool's lifetime; one whose work failed, or that
+/// has been held that long, goes back to the pool; one whose work never finished is closed. The
+/// next lease of a held connection that was not kept opens a fresh one.
 pub(super) struct Lease {
     connections: Arc<Connections>,
-    conn: Option<PoolConnection<Postgres>>,
+    conn: Option<Held>,
     permit: Option<OwnedSemaphorePermit>,
     state: State,
 }
@@ -103,10 +117,10 @@ impl Lease {
     pub(super) async fn conn(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
         self.state = State::Running;
         if self.conn.is_none() {
-            self.conn = Some(self.connections.pool.acquire().await?);
+            self.conn = Some((self.connections.pool.acquire().await?, Instant::now()));
         }
         match self.conn.as_mut() {
-            Some(conn) => Ok(&mut **conn),
+            Some((conn, _)) => Ok(&mut **conn),
             None => Err(sqlx::Error::PoolClosed),
         }
     }
@@ -123,11 +137,13 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        let lifetime = self.connections.lifetime;
+        let young = |(_, since): &Held| lifetime.is_none_or(|lifetime| since.elapsed() < lifetime);
         let kept = match self.state {
-            State::Succeeded if self.permit.is_some() => self.conn.take(),
+            State::Succeeded if self.permit.is_some() => self.conn.take().filter(young),
             // Out of the pool's count, and its socket closed as it drops.
             State::Running => {
-                drop(self.conn.take().map(PoolConnection::detach));
+                drop(self.conn.take().map(|(conn, _)| conn.detach()));
                 None
             }
             // Back to the pool as it drops.
@@ -141,5 +157,61 @@ impl Drop for Lease {
                 .push(kept);
             drop(permit);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::postgres::PgPoolOptions;
+
+    /// The database session `held` runs a statement on: its server process id.
+    async fn session(held: &Arc<Connections>) -> i32 {
+        held.run(async |conn| {
+            sqlx::query_scalar("SELECT pg_backend_pid()")
+                .fetch_one(conn)
+                .await
+                .map_err(StoreError::from_sqlx)
+        })
+        .await
+        .expect("a statement")
+    }
+
+    /// Held for the pool's lifetime, a connection goes back to the pool, which closes it, and
+    /// the next use runs on a new session.
+    #[tokio::test]
+    async fn a_held_connection_is_renewed_after_the_pools_lifetime() {
+        let url = std::env::var("DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+        let pool = PgPoolOptions::new()
+            .max_connections(2)
+            .max_lifetime(Duration::from_millis(500))
+            .connect(&url)
+            .await
+            .expect("PostgreSQL");
+        let held = Connections::new(pool.clone(), 1);
+        let first = session(&held).await;
+        assert_eq!(session(&held).await, first, "kept between uses");
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        // The use that ends past the lifetime is still the old session's; it hands it back.
+        assert_eq!(session(&held).await, first);
+        let renewed = session(&held).await;
+        assert_ne!(renewed, first, "a new session once the lifetime is past");
+        assert_eq!(session(&held).await, renewed, "which is kept in turn");
+        let mut open = 1;
+        for _ in 0..50 {
+            open = sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+            )
+            .bind(first)
+            .fetch_one(&pool)
+            .await
+            .expect("sessions");
+            if open == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(open, 0, "the old session was closed, not kept in the pool");
     }
 }
