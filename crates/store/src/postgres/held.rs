@@ -15,7 +15,7 @@
 //! transaction on the server.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres};
@@ -32,8 +32,6 @@ pub(super) struct Connections {
     /// The free connections, each with when it was taken from the pool; `None` for one that is
     /// to be opened again.
     free: Mutex<Vec<Option<Held>>>,
-    /// How long a connection is held before it goes back to the pool: the pool's lifetime.
-    lifetime: Option<Duration>,
 }
 
 /// A connection taken from the pool, and when.
@@ -43,7 +41,6 @@ impl Connections {
     /// Room for `count` held connections of `pool`, opened as they are first used.
     pub(super) fn new(pool: PgPool, count: usize) -> Arc<Connections> {
         Arc::new(Connections {
-            lifetime: pool.options().get_max_lifetime(),
             pool,
             permits: Arc::new(Semaphore::new(count)),
             free: Mutex::new((0..count).map(|_| None).collect()),
@@ -137,7 +134,7 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let lifetime = self.connections.lifetime;
+        let lifetime = self.connections.pool.options().get_max_lifetime();
         let young = |(_, since): &Held| lifetime.is_none_or(|lifetime| since.elapsed() < lifetime);
         let kept = match self.state {
             State::Succeeded if self.permit.is_some() => self.conn.take().filter(young),
@@ -164,6 +161,7 @@ impl Drop for Lease {
 mod tests {
     use super::*;
     use sqlx::postgres::PgPoolOptions;
+    use std::time::Duration;
 
     /// The database session `held` runs a statement on: its server process id.
     async fn session(held: &Arc<Connections>) -> i32 {
