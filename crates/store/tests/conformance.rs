@@ -3,6 +3,7 @@
 //! `DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`, dropped afterwards).
 
 use std::collections::HashMap;
+use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
@@ -3138,6 +3139,18 @@ async fn no_session_left_in_a_transaction(
     anyhow::bail!("{left} sessions left idle in a transaction")
 }
 
+/// Polls `work` once and drops it if it is waiting by then, as a caller that gives up at the
+/// first wait would: `None` when it was cut there, its answer when it had nothing to wait for.
+/// (A zero timeout is not this: the timer fires at its next tick, up to a millisecond later,
+/// and a quick read is answered by then.)
+async fn cut_at_first_wait<T>(work: impl Future<Output = T>) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    match std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await {
+        Poll::Ready(answer) => Some(answer),
+        Poll::Pending => None,
+    }
+}
+
 /// Reads held between uses (PostgreSQL keeps a few connections rather than hand each back to
 /// the pool): a read cancelled part-way, inside its transaction or not, leaves no session
 /// behind in a transaction, and the reads after it are answered.
@@ -3180,9 +3193,9 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
         // reads after each, as a request that came next would make.
         let mut cut_loads = 0;
         for _ in 0..20 {
-            match tokio::time::timeout(Duration::ZERO, h.store.load(m.id, 1)).await {
-                Err(_) => cut_loads += 1,
-                Ok(answer) => drop(answer?),
+            match cut_at_first_wait(h.store.load(m.id, 1)).await {
+                None => cut_loads += 1,
+                Some(answer) => drop(answer?),
             }
             h.store.get_match(m.id).await?;
             h.store.read_events(m.id, 0, 100).await?;
@@ -3234,10 +3247,9 @@ async fn a_cancelled_transaction_leaves_no_session_in_a_transaction() -> Result<
         // as other requests would make next.
         let mut cut = 0;
         for step in 0..80u64 {
-            match tokio::time::timeout(Duration::ZERO, transaction_step(&h.store, m.id, step)).await
-            {
-                Err(_) => cut += 1,
-                Ok(answer) => answer?,
+            match cut_at_first_wait(transaction_step(&h.store, m.id, step)).await {
+                None => cut += 1,
+                Some(answer) => answer?,
             }
             let snapshot = Snapshot {
                 seq: 45,
