@@ -10,6 +10,7 @@ allowed=(
   serde serde_core serde_derive
   thiserror thiserror-impl
   rand_core rand_chacha ppv-lite86 zerocopy zerocopy-derive
+  smallvec
   proc-macro2 quote syn unicode-ident
 )
 # The `testing` feature (the invariant harness the crate's own tests run) adds JSON in memory,

@@ -1,9 +1,10 @@
 //! Heap allocations per action of each engine, counted by a counting global allocator: on the
 //! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
 //! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's and
-//! Amori e Intrighi's replays must allocate nothing, nor Lopti's of any action outside the
-//! rule phase (creating, proposing, voting on and cancelling rules, and the roshambo that
-//! breaks a tied vote, keep rules' text and lists on the heap); the run fails otherwise.
+//! Amori e Intrighi's replays must allocate nothing, nor Lopti's replays and playouts of any
+//! action outside the rule phase (creating, proposing, voting on and cancelling rules, and the
+//! roshambo that breaks a tied vote, keep rules' text and lists on the heap); the run fails
+//! otherwise.
 //!
 //! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
 //! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
@@ -72,10 +73,23 @@ fn measure<G: Game>(config: &G::Config, seats: u8, pick: common::Pick<G>) -> Per
     }
 }
 
+/// Whether a Lopti action belongs to the rule phase (rules' text and lists on the heap).
+fn lopti_rule_phase(action: &lopti::Action) -> bool {
+    use lopti::Action;
+    matches!(
+        action,
+        Action::CreateRule { .. }
+            | Action::SkipRule
+            | Action::Propose { .. }
+            | Action::Vote { .. }
+            | Action::Throw { .. }
+            | Action::CancelRule { .. }
+    )
+}
+
 /// Allocations on the replay path of Lopti's actions outside the rule phase, and those
 /// actions' count, each action counted on its own.
 fn lopti_hand_replay(seats: u8) -> (usize, usize) {
-    use lopti::Action;
     let matches = common::stored_matches::<lopti::Lopti>(
         &lopti::Config::default(),
         seats,
@@ -87,22 +101,44 @@ fn lopti_hand_replay(seats: u8) -> (usize, usize) {
             let counted = count(|| {
                 black_box(g.replay(*seat, action)).expect("a stored action");
             });
-            let rule_phase = matches!(
-                action,
-                Action::CreateRule { .. }
-                    | Action::SkipRule
-                    | Action::Propose { .. }
-                    | Action::Vote { .. }
-                    | Action::Throw { .. }
-                    | Action::CancelRule { .. }
-            );
-            if !rule_phase {
+            if !lopti_rule_phase(action) {
                 allocations += counted;
                 actions += 1;
             }
         }
     }
     (allocations, actions)
+}
+
+/// Allocations of the steps of Lopti playouts taken in a hand (the seat's legal actions listed
+/// into a reused buffer, then the chosen one replayed), and those steps' count, each step
+/// counted on its own. A step counts when nothing listed but a withdrawal belongs to the rule
+/// phase, and a withdrawal was not the one chosen.
+fn lopti_hand_playout(seats: u8) -> (usize, usize) {
+    let mut legal = Vec::with_capacity(256);
+    let (mut allocations, mut steps) = (0, 0);
+    let starts = common::starts::<lopti::Lopti>(&lopti::Config::default(), seats);
+    for (seed, mut g) in starts.into_iter().enumerate() {
+        let mut rng = missive_rules::GameRng::new(missive_rules::Seed::from_u64(seed as u64 + 7));
+        while let Some(seat) = g.awaiting().iter().next() {
+            let mut chosen = 0;
+            let counted = count(|| {
+                legal.clear();
+                g.legal_actions_into(seat, &mut legal);
+                chosen = common::lopti_progress(&g, seat, &legal, &mut rng);
+                black_box(g.replay(seat, &legal[chosen])).expect("a legal action");
+            });
+            let in_hand = !lopti_rule_phase(&legal[chosen])
+                && legal
+                    .iter()
+                    .all(|a| matches!(a, lopti::Action::CancelRule { .. }) || !lopti_rule_phase(a));
+            if in_hand {
+                allocations += counted;
+                steps += 1;
+            }
+        }
+    }
+    (allocations, steps)
 }
 
 fn main() {
@@ -147,6 +183,13 @@ fn main() {
         assert_eq!(
             allocations, 0,
             "Lopti's replay allocated outside the rule phase"
+        );
+        let (allocations, steps) = lopti_hand_playout(seats);
+        println!("lopti {seats}p playout outside the rule phase: {allocations} in {steps} steps");
+        assert!(steps > 0, "no Lopti playout steps outside the rule phase");
+        assert_eq!(
+            allocations, 0,
+            "Lopti's playout allocated outside the rule phase"
         );
     }
     assert!(

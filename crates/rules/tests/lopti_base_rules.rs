@@ -56,16 +56,7 @@ fn a_three_on_an_empty_pile_is_discarded_and_the_next_player_opens() {
 fn one_card_on_three_equal_cards_completes_four_and_burns() {
     let mut g = table(&duel(&["5♠", "5♣", "9♠"], &["5♥", "5♦", "6♠"]), &[]);
     play(&mut g, 0, &["5♠"]);
-    assert_eq!(
-        refused(
-            &mut g,
-            1,
-            Action::Play {
-                cards: cards(&["5♥"])
-            }
-        ),
-        "need-more-cards"
-    );
+    assert_eq!(refused(&mut g, 1, play_of(&["5♥"])), "need-more-cards");
     play(&mut g, 1, &["5♥", "5♦"]);
     let events = play(&mut g, 0, &["5♣"]);
     assert_eq!(burned(&events), vec![BurnCause::FourOfARank]);
@@ -92,9 +83,7 @@ fn four_eights_on_a_seven_cannot_be_played() {
     play(&mut g, 0, &["8♣"]);
     act(&mut g, 1, Action::PickUp);
     play(&mut g, 0, &["7♠"]);
-    let all_eights = Action::Play {
-        cards: cards(&["8♠", "8♥", "8♦", "8♣"]),
-    };
+    let all_eights = play_of(&["8♠", "8♥", "8♦", "8♣"]);
     assert_eq!(refused(&mut g, 1, all_eights.clone()), "must-play-low");
     assert!(!g.legal_actions(1).contains(&all_eights));
 }
@@ -122,16 +111,7 @@ fn several_threes_pass_one_pickup_only_but_each_counts_toward_the_chain() {
     play(&mut g, 0, &["9♠"]);
     let events = play(&mut g, 1, &["3♠", "3♥"]);
     assert!(events.contains(&Event::MustPickUpOrPass { seat: 2 }));
-    assert_eq!(
-        refused(
-            &mut g,
-            2,
-            Action::Play {
-                cards: cards(&["8♠"])
-            }
-        ),
-        "pass-obligation"
-    );
+    assert_eq!(refused(&mut g, 2, play_of(&["8♠"])), "pass-obligation");
     act(&mut g, 2, Action::PickUp);
     assert_eq!(hand(&g, 2).len(), 4, "the 9 and nothing of the 3s");
     // The obligation went to seat 2 only: seat 0 opens freely on the empty table.
@@ -323,16 +303,7 @@ fn a_reset_lets_any_rank_follow_and_a_reset_on_a_reset_needs_more() {
     let mut g = table(&duel(&["K♣", "2♠", "2♥"], &["2♦", "4♠", "9♠"]), &[]);
     play(&mut g, 0, &["K♣"]);
     play(&mut g, 1, &["2♦"]);
-    assert_eq!(
-        refused(
-            &mut g,
-            0,
-            Action::Play {
-                cards: cards(&["2♠"])
-            }
-        ),
-        "need-more-cards"
-    );
+    assert_eq!(refused(&mut g, 0, play_of(&["2♠"])), "need-more-cards");
     play(&mut g, 0, &["2♠", "2♥"]);
     play(&mut g, 1, &["4♠"]);
     assert_eq!(view(&g, 0).pile.len(), 5, "the 2s stay in the pile");
@@ -342,26 +313,8 @@ fn a_reset_lets_any_rank_follow_and_a_reset_on_a_reset_needs_more() {
 fn a_seven_makes_the_next_play_low_and_a_ten_cannot_follow_it() {
     let mut g = table(&duel(&["7♠", "7♥", "9♠"], &["10♦", "8♠", "5♠"]), &[]);
     play(&mut g, 0, &["7♠"]);
-    assert_eq!(
-        refused(
-            &mut g,
-            1,
-            Action::Play {
-                cards: cards(&["10♦"])
-            }
-        ),
-        "burn-on-low"
-    );
-    assert_eq!(
-        refused(
-            &mut g,
-            1,
-            Action::Play {
-                cards: cards(&["8♠"])
-            }
-        ),
-        "must-play-low"
-    );
+    assert_eq!(refused(&mut g, 1, play_of(&["10♦"])), "burn-on-low");
+    assert_eq!(refused(&mut g, 1, play_of(&["8♠"])), "must-play-low");
     play(&mut g, 1, &["5♠"]);
     assert_eq!(view(&g, 0).play_at_most, None, "the low lasts for one play");
     play(&mut g, 0, &["7♥"]);
@@ -378,16 +331,7 @@ fn a_seven_on_a_seven_needs_more_cards_and_renews_the_low() {
     play(&mut g, 0, &["7♠"]);
     play(&mut g, 1, &["7♥", "7♦"]);
     assert_eq!(view(&g, 0).play_at_most, Some(Rank::Seven));
-    assert_eq!(
-        refused(
-            &mut g,
-            0,
-            Action::Play {
-                cards: cards(&["9♠"])
-            }
-        ),
-        "must-play-low"
-    );
+    assert_eq!(refused(&mut g, 0, play_of(&["9♠"])), "must-play-low");
 }
 
 #[test]
@@ -414,16 +358,7 @@ fn a_lower_card_is_refused_and_a_voluntary_pickup_ends_the_turn() {
     let mut g = table(&duel(&["9♠", "10♠", "4♠"], &["J♣", "8♠", "5♠"]), &[]);
     assert_eq!(refused(&mut g, 0, Action::PickUp), "nothing-to-pick-up");
     play(&mut g, 0, &["9♠"]);
-    assert_eq!(
-        refused(
-            &mut g,
-            1,
-            Action::Play {
-                cards: cards(&["8♠"])
-            }
-        ),
-        "too-low"
-    );
+    assert_eq!(refused(&mut g, 1, play_of(&["8♠"])), "too-low");
     assert_eq!(refused(&mut g, 0, Action::PickUp), "not-your-turn");
     act(&mut g, 1, Action::PickUp);
     assert_eq!(on_turn(&g), 0);
@@ -433,7 +368,7 @@ fn a_lower_card_is_refused_and_a_voluntary_pickup_ends_the_turn() {
 #[test]
 fn malformed_plays_are_refused_with_their_codes() {
     let mut g = table(&duel(&["9♠", "9♥", "4♠"], &["J♣", "8♠", "5♠"]), &[]);
-    let code = |g: &mut _, ids: &[&str]| refused(g, 0, Action::Play { cards: cards(ids) });
+    let code = |g: &mut _, ids: &[&str]| refused(g, 0, play_of(ids));
     assert_eq!(code(&mut g, &[]), "empty-play");
     assert_eq!(code(&mut g, &["9♠", "4♠"]), "mixed-ranks");
     assert_eq!(code(&mut g, &["9♠", "9♠"]), "duplicate-card");
@@ -539,14 +474,7 @@ fn dealt_and_drawn_cards_are_told_only_to_their_holder() {
     assert_eq!(told, 2);
     act(&mut g, 0, Action::KeepCards);
     act(&mut g, 1, Action::KeepCards);
-    let obs = g
-        .apply(
-            0,
-            &Action::Play {
-                cards: cards(&["6♠", "6♥"]),
-            },
-        )
-        .unwrap();
+    let obs = g.apply(0, &play_of(&["6♠", "6♥"])).unwrap();
     for o in &obs {
         match &o.event {
             Event::YouDrew { cards: drawn } => {
@@ -581,13 +509,7 @@ fn during_a_pass_obligation_a_reset_a_low_and_a_burn_are_all_refused() {
     play(&mut g, 1, &["9♠"]);
     play(&mut g, 0, &["3♠"]);
     for id in ["2♣", "7♣", "10♣"] {
-        let code = refused(
-            &mut g,
-            1,
-            Action::Play {
-                cards: cards(&[id]),
-            },
-        );
+        let code = refused(&mut g, 1, play_of(&[id]));
         assert_eq!(code, "pass-obligation", "{id}");
     }
     assert_eq!(g.legal_actions(1), vec![Action::PickUp]);

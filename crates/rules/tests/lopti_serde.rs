@@ -20,7 +20,7 @@ where
 fn actions_keep_their_serialised_form() {
     pinned(
         &Action::Play {
-            cards: vec![Card::of("10♠"), Card::of("10♥")],
+            cards: [Card::of("10♠"), Card::of("10♥")].into_iter().collect(),
         },
         json!({"kind": "play", "cards": ["10♠", "10♥"]}),
     );

@@ -20,8 +20,8 @@ use super::catalogue::{
 };
 use super::error::Error;
 use super::types::{
-    Action, Ballot, BurnCause, Config, Event, MAX_HANDS, PhaseView, Proposal, SeatView, Source,
-    Throw, View, VoteResult,
+    Action, Ballot, BurnCause, Config, Event, MAX_HANDS, PhaseView, PlayedCards, Proposal,
+    SeatView, Source, Throw, View, VoteResult,
 };
 use crate::core::{Game, Observation, Outcome, Record, Seat, SeatSet, SetupError, Viewer};
 use crate::fixed::FixedVec;
@@ -520,7 +520,7 @@ impl Game for Lopti {
                 };
                 if let Some(run) = runs.get(pick) {
                     Action::Play {
-                        cards: run.to_vec(),
+                        cards: PlayedCards::from_slice(run),
                     }
                 } else if hand.is_empty() && !p.face_down.is_empty() {
                     Action::PlayFaceDown { index: 0 }
@@ -637,7 +637,7 @@ impl Lopti {
                 for k in 1..=run.len() {
                     if self.check_play(run[0].rank(), k as u8).is_ok() {
                         actions.push(Action::Play {
-                            cards: run[..k].to_vec(),
+                            cards: PlayedCards::from_slice(&run[..k]),
                         });
                     }
                 }

@@ -96,6 +96,6 @@ pub use catalogue::{
 pub use error::Error;
 pub use game::{Lopti, ROSHAMBO_THROWS};
 pub use types::{
-    Action, Ballot, BurnCause, CarriedRule, Config, Event, MAX_HANDS, PhaseView, Proposal,
-    SeatView, Source, Throw, View, VoteResult,
+    Action, Ballot, BurnCause, CarriedRule, Config, Event, MAX_HANDS, PhaseView, PlayedCards,
+    Proposal, SeatView, Source, Throw, View, VoteResult,
 };

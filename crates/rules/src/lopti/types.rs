@@ -11,6 +11,7 @@
 //! count or the reveal. A spectator sees what every seat sees, without any own hand.
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::cards::{Card, Rank};
 use super::catalogue::{BaseRules, Change, Rule, RuleBody, RuleId, RuleSpec, Timing};
@@ -119,7 +120,7 @@ pub enum Action {
     /// Roshambo: commit a throw (hidden until both are in).
     Throw { throw: Throw },
     /// Play one or more cards of one rank from hand.
-    Play { cards: Vec<Card> },
+    Play { cards: PlayedCards },
     /// With hand and face-up cards gone: turn face-down card `index` and play it blind.
     PlayFaceDown { index: u8 },
     /// Pick up the play pile; ends the turn.
@@ -127,6 +128,11 @@ pub enum Action {
     /// Any time: the creator withdraws their own rule, without a vote.
     CancelRule { rule: RuleId },
 }
+
+/// The cards of a [`Action::Play`]: kept inline up to the four a rank has in the deck, so
+/// listing and replaying plays does not allocate; more (never a legal play) spill to the
+/// heap and are refused by the rules, not by the type. Reads and writes as a list.
+pub type PlayedCards = SmallVec<[Card; 4]>;
 
 /// Where a play's cards came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

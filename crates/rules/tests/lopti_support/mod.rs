@@ -30,6 +30,13 @@ pub(crate) fn cards(ids: &[&str]) -> Vec<Card> {
     ids.iter().map(|c| Card::of(c)).collect()
 }
 
+/// A play of the cards `ids` from hand.
+pub(crate) fn play_of(ids: &[&str]) -> Action {
+    Action::Play {
+        cards: ids.iter().map(|c| Card::of(c)).collect(),
+    }
+}
+
 /// A session on a fixed first deck with some carried rules, before any action.
 pub(crate) fn session(
     seats: &[Deal<'_>],
@@ -81,7 +88,7 @@ pub(crate) fn act(game: &mut Lopti, seat: Seat, action: Action) -> Vec<Event> {
 }
 
 pub(crate) fn play(game: &mut Lopti, seat: Seat, ids: &[&str]) -> Vec<Event> {
-    act(game, seat, Action::Play { cards: cards(ids) })
+    act(game, seat, play_of(ids))
 }
 
 /// Applies an action that must be refused; checks the state is unchanged and returns the code.

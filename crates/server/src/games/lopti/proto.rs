@@ -28,7 +28,7 @@ fn card(id: &str) -> Result<Card, String> {
         .map_err(|_| format!("unknown card {}", crate::limits::shown(id)))
 }
 
-fn cards(ids: &[String]) -> Result<Vec<Card>, String> {
+fn cards<C: FromIterator<Card>>(ids: &[String]) -> Result<C, String> {
     ids.iter().map(|id| card(id)).collect()
 }
 
