@@ -1,10 +1,10 @@
 //! Heap allocations per action of each engine, counted by a counting global allocator: on the
 //! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
 //! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's and
-//! Amori e Intrighi's replays must allocate nothing, nor Lopti's replays and playouts of any
-//! action outside the rule phase (creating, proposing, voting on and cancelling rules, and the
-//! roshambo that breaks a tied vote, keep rules' text and lists on the heap); the run fails
-//! otherwise.
+//! Amori e Intrighi's replays must allocate nothing, nor Lopti's listing of legal actions in
+//! any phase, nor its replay of any action outside the rule phase (creating, proposing, voting
+//! on and cancelling rules, and the roshambo that breaks a tied vote, keep rules' text and
+//! lists on the heap); the run fails otherwise.
 //!
 //! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
 //! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
@@ -110,22 +110,42 @@ fn lopti_hand_replay(seats: u8) -> (usize, usize) {
     (allocations, actions)
 }
 
-/// Allocations of the steps of Lopti playouts taken in a hand (the seat's legal actions listed
-/// into a reused buffer, then the chosen one replayed), and those steps' count, each step
-/// counted on its own. A step counts when nothing listed but a withdrawal belongs to the rule
-/// phase, and a withdrawal was not the one chosen.
-fn lopti_hand_playout(seats: u8) -> (usize, usize) {
-    let mut legal = Vec::with_capacity(256);
-    let (mut allocations, mut steps) = (0, 0);
+/// What Lopti playouts allocate, each step counted on its own.
+#[derive(Debug, Default)]
+struct LoptiPlayout {
+    /// Allocations listing a seat's legal actions into a reused buffer, in every phase.
+    listing: usize,
+    listings: usize,
+    /// Allocations replaying the chosen action in a hand: when nothing listed but a
+    /// withdrawal belongs to the rule phase, and a withdrawal was not the one chosen.
+    hand_replay: usize,
+    hand_steps: usize,
+}
+
+fn lopti_playout(seats: u8) -> LoptiPlayout {
+    let mut legal = Vec::new();
+    let mut counts = LoptiPlayout::default();
+    // Twice, counting the second time: the first builds the rule catalogue (once per process)
+    // and grows the buffer to the longest listing, as a long-running player's would be.
+    for _ in 0..2 {
+        counts = lopti_playouts(seats, &mut legal);
+    }
+    counts
+}
+
+fn lopti_playouts(seats: u8, legal: &mut Vec<lopti::Action>) -> LoptiPlayout {
+    let mut counts = LoptiPlayout::default();
     let starts = common::starts::<lopti::Lopti>(&lopti::Config::default(), seats);
     for (seed, mut g) in starts.into_iter().enumerate() {
         let mut rng = missive_rules::GameRng::new(missive_rules::Seed::from_u64(seed as u64 + 7));
         while let Some(seat) = g.awaiting().iter().next() {
-            let mut chosen = 0;
-            let counted = count(|| {
+            counts.listing += count(|| {
                 legal.clear();
-                g.legal_actions_into(seat, &mut legal);
-                chosen = common::lopti_progress(&g, seat, &legal, &mut rng);
+                g.legal_actions_into(seat, legal);
+            });
+            counts.listings += 1;
+            let chosen = common::lopti_progress(&g, seat, legal, &mut rng);
+            let replayed = count(|| {
                 black_box(g.replay(seat, &legal[chosen])).expect("a legal action");
             });
             let in_hand = !lopti_rule_phase(&legal[chosen])
@@ -133,12 +153,12 @@ fn lopti_hand_playout(seats: u8) -> (usize, usize) {
                     .iter()
                     .all(|a| matches!(a, lopti::Action::CancelRule { .. }) || !lopti_rule_phase(a));
             if in_hand {
-                allocations += counted;
-                steps += 1;
+                counts.hand_replay += replayed;
+                counts.hand_steps += 1;
             }
         }
     }
-    (allocations, steps)
+    counts
 }
 
 fn main() {
@@ -184,11 +204,18 @@ fn main() {
             allocations, 0,
             "Lopti's replay allocated outside the rule phase"
         );
-        let (allocations, steps) = lopti_hand_playout(seats);
-        println!("lopti {seats}p playout outside the rule phase: {allocations} in {steps} steps");
-        assert!(steps > 0, "no Lopti playout steps outside the rule phase");
+        let playout = lopti_playout(seats);
+        println!(
+            "lopti {seats}p playouts: {} in {} listings, {} in {} replays in a hand",
+            playout.listing, playout.listings, playout.hand_replay, playout.hand_steps
+        );
+        assert!(playout.hand_steps > 0, "no Lopti playout steps in a hand");
         assert_eq!(
-            allocations, 0,
+            playout.listing, 0,
+            "listing Lopti's legal actions allocated"
+        );
+        assert_eq!(
+            playout.hand_replay, 0,
             "Lopti's playout allocated outside the rule phase"
         );
     }

@@ -21,7 +21,10 @@
 //! Free-text *table rules* are recorded and shown to everyone but never enforced; the engine
 //! checks only their length.
 
+use std::sync::LazyLock;
+
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::Error;
 use super::cards::Rank;
@@ -297,10 +300,10 @@ pub(crate) fn check_rule(
         return Err(Error::RuleDuplicate);
     }
     // Walk the events this rule's effect raises, through every rule, until nothing new fires.
-    let mut all: Vec<RuleSpec> = others.to_vec();
-    all.push(spec);
-    let mut frontier: Vec<Trigger> = raised_by(spec.effect).into_iter().collect();
-    let mut seen: Vec<Trigger> = Vec::new();
+    // Inline lists: `legal_actions` checks the whole catalogue this way.
+    let all = || others.iter().chain(std::iter::once(&spec));
+    let mut frontier: SmallVec<[Trigger; 4]> = raised_by(spec.effect).into_iter().collect();
+    let mut seen: SmallVec<[Trigger; 4]> = SmallVec::new();
     while let Some(trigger) = frontier.pop() {
         if trigger == spec.trigger {
             return Err(Error::RuleLoops);
@@ -309,7 +312,7 @@ pub(crate) fn check_rule(
             continue;
         }
         seen.push(trigger);
-        for rule in all.iter().filter(|r| r.trigger == trigger) {
+        for rule in all().filter(|r| r.trigger == trigger) {
             frontier.extend(raised_by(rule.effect));
         }
     }
@@ -318,7 +321,13 @@ pub(crate) fn check_rule(
 
 /// Every enforced rule the catalogue can express, in a fixed order: what `legal_actions`
 /// offers a hand's winner (before the checks against the session's rules).
-pub fn catalogue() -> Vec<RuleSpec> {
+pub fn catalogue() -> &'static [RuleSpec] {
+    static CATALOGUE: LazyLock<Vec<RuleSpec>> = LazyLock::new(every_rule);
+    &CATALOGUE
+}
+
+/// [`catalogue`], built once.
+fn every_rule() -> Vec<RuleSpec> {
     let mut triggers: Vec<Trigger> = Rank::ALL
         .into_iter()
         .map(|rank| Trigger::RankPlayed { rank })

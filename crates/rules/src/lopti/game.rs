@@ -12,6 +12,7 @@ mod session;
 use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::cards::{Card, Rank};
 use super::catalogue::{
@@ -41,6 +42,8 @@ const MAX_SEATS: usize = 5;
 /// Cards of one deck at most, in order: a hand, a pile. Inline, so that playing, drawing and
 /// burning never allocate, and copying the state copies them in one go.
 type Cards = FixedVec<Card, 52>;
+/// The specifications of a session's active rules: inline for as many as its hands can create.
+type Specs = SmallVec<[RuleSpec; MAX_HANDS as usize]>;
 /// A seat's face-down or face-up cards.
 type TableCards = FixedVec<Card, TABLE_CARDS>;
 
@@ -290,11 +293,11 @@ impl Lopti {
         &mut self.players[usize::from(seat)]
     }
 
-    fn active_specs(&self) -> Vec<RuleSpec> {
+    fn active_specs(&self) -> Specs {
         self.active_specs_except(None)
     }
 
-    fn active_specs_except(&self, except: Option<RuleId>) -> Vec<RuleSpec> {
+    fn active_specs_except(&self, except: Option<RuleId>) -> Specs {
         self.rules
             .iter()
             .filter(|r| r.status == RuleStatus::Active && Some(r.id) != except)
@@ -428,7 +431,7 @@ impl Game for Lopti {
             match &self.phase {
                 Phase::RuleCreation { .. } => {
                     actions.push(Action::SkipRule);
-                    for spec in catalogue() {
+                    for &spec in catalogue() {
                         if self.check_new_rule(spec).is_ok() {
                             actions.push(Action::CreateRule {
                                 rule: Some(spec),
@@ -439,14 +442,14 @@ impl Game for Lopti {
                 }
                 Phase::Proposal { .. } => {
                     actions.push(Action::DeclineProposal);
-                    for change in self.candidate_changes() {
+                    self.candidate_changes(|change| {
                         for timing in [Timing::Now, Timing::NextHand] {
                             actions.push(Action::Propose {
                                 change: change.clone(),
                                 timing,
                             });
                         }
-                    }
+                    });
                 }
                 Phase::Voting { .. } => {
                     for ballot in [Ballot::Yes, Ballot::No, Ballot::Abstain] {

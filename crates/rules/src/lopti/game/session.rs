@@ -89,49 +89,38 @@ impl Lopti {
     }
 
     /// Every change a proposal may make now, whatever its timing (only a hand-size change
-    /// depends on it, and it is checked for the stricter "now"). Each rule's other active rules
-    /// are gathered once, since the catalogue is checked against them many times.
-    pub(super) fn candidate_changes(&self) -> Vec<Change> {
-        let mut changes = Vec::new();
-        let specs = catalogue();
+    /// depends on it, and it is checked for the stricter "now"), handed to `each` in a fixed
+    /// order. Each rule's other active rules are gathered once, since the catalogue is checked
+    /// against them many times.
+    pub(super) fn candidate_changes(&self, mut each: impl FnMut(Change)) {
         for rule in &self.rules {
             if rule.status != RuleStatus::Active {
                 let restore = Change::RestoreRule { rule: rule.id };
                 if self.check_change(&restore, Timing::Now).is_ok() {
-                    changes.push(restore);
+                    each(restore);
                 }
                 continue;
             }
-            changes.push(Change::RemoveRule { rule: rule.id });
+            each(Change::RemoveRule { rule: rule.id });
             let others = self.active_specs_except(Some(rule.id));
-            for spec in &specs {
-                let to = RuleBody::Enforced { spec: *spec };
-                if to != rule.body && check_rule(*spec, &others, &self.base).is_ok() {
-                    changes.push(Change::ModifyRule { rule: rule.id, to });
+            for &spec in catalogue() {
+                let to = RuleBody::Enforced { spec };
+                if to != rule.body && check_rule(spec, &others, &self.base).is_ok() {
+                    each(Change::ModifyRule { rule: rule.id, to });
                 }
             }
         }
-        let mut base_changes: Vec<Change> = HAND_SIZE_RANGE
-            .map(|size| Change::SetHandSize { size })
-            .collect();
-        for special in Special::ALL {
-            base_changes.push(Change::SetSpecial {
-                special,
-                rank: None,
-            });
-            for rank in Rank::ALL {
-                base_changes.push(Change::SetSpecial {
-                    special,
-                    rank: Some(rank),
-                });
+        let sizes = HAND_SIZE_RANGE.map(|size| Change::SetHandSize { size });
+        let specials = Special::ALL.into_iter().flat_map(|special| {
+            std::iter::once(None)
+                .chain(Rank::ALL.map(Some))
+                .map(move |rank| Change::SetSpecial { special, rank })
+        });
+        for change in sizes.chain(specials) {
+            if self.check_change(&change, Timing::Now).is_ok() {
+                each(change);
             }
         }
-        changes.extend(
-            base_changes
-                .into_iter()
-                .filter(|c| self.check_change(c, Timing::Now).is_ok()),
-        );
-        changes
     }
 
     /// The size of the next deck dealt: the fixed deck for the first hand, else 52.
