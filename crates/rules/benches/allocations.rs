@@ -1,10 +1,10 @@
 //! Heap allocations per action of each engine, counted by a counting global allocator: on the
 //! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
 //! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's and
-//! Amori e Intrighi's replays must allocate nothing, nor Lopti's listing of legal actions in
-//! any phase, nor its replay of any action outside the rule phase (creating, proposing, voting
-//! on and cancelling rules, and the roshambo that breaks a tied vote, keep rules' text and
-//! lists on the heap); the run fails otherwise.
+//! Amori e Intrighi's replays and playouts must allocate nothing, nor Lopti's listing of legal
+//! actions in any phase, nor its replay of any action outside the rule phase (creating,
+//! proposing, voting on and cancelling rules, and the roshambo that breaks a tied vote, keep
+//! rules' text and lists on the heap); the run fails otherwise.
 //!
 //! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
 //! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
@@ -164,7 +164,9 @@ fn lopti_playouts(seats: u8, legal: &mut Vec<lopti::Action>) -> LoptiPlayout {
 fn main() {
     // Criterion's and cargo's arguments (`--bench`) are not for this binary.
     let mut love_letter_replay = Vec::new();
+    let mut love_letter_playout = Vec::new();
     let mut amori_replay = Vec::new();
+    let mut amori_playout = Vec::new();
     println!("allocations per action (replay | apply | playout)");
     for seats in [2, 4] {
         let ll = measure::<love_letter::LoveLetter>(
@@ -177,6 +179,7 @@ fn main() {
             ll.replay, ll.apply, ll.playout
         );
         love_letter_replay.push(ll.replay);
+        love_letter_playout.push(ll.playout);
         let lo = measure::<lopti::Lopti>(&lopti::Config::default(), seats, common::lopti_progress);
         println!(
             "lopti {seats}p: {:.3} | {:.3} | {:.3}",
@@ -188,10 +191,15 @@ fn main() {
             am.replay, am.apply, am.playout
         );
         amori_replay.push(am.replay);
+        amori_playout.push(am.playout);
     }
     assert!(
         love_letter_replay.iter().all(|a| *a == 0.0),
         "Love Letter's replay allocated: {love_letter_replay:?} per action"
+    );
+    assert!(
+        love_letter_playout.iter().all(|a| *a == 0.0),
+        "Love Letter's playout allocated: {love_letter_playout:?} per action"
     );
     for seats in [2, 4] {
         let (allocations, actions) = lopti_hand_replay(seats);
@@ -222,5 +230,9 @@ fn main() {
     assert!(
         amori_replay.iter().all(|a| *a == 0.0),
         "Amori e Intrighi's replay allocated: {amori_replay:?} per action"
+    );
+    assert!(
+        amori_playout.iter().all(|a| *a == 0.0),
+        "Amori e Intrighi's playout allocated: {amori_playout:?} per action"
     );
 }

@@ -216,7 +216,7 @@ fn the_seed_000_example_round_plays_out_as_written() {
     );
     let keep = Action::ChancellorKeep {
         keep: c("7♥"),
-        bottom: cards("A♦ 5♠"),
+        bottom: cards("A♦ 5♠").into(),
     };
     let obs = g.apply(BRUNO, &keep).expect("a legal keep");
     assert!(
@@ -253,7 +253,7 @@ fn the_seed_000_example_round_plays_out_as_written() {
         CARLA,
         &Action::ChancellorKeep {
             keep: c("Q♥"),
-            bottom: cards("A♦ 5♠"),
+            bottom: cards("A♦ 5♠").into(),
         },
     )
     .expect("a legal keep");

@@ -621,7 +621,7 @@ fn chancellor_with_two_cards_in_the_deck_keeps_one_of_three() {
         0,
         &Action::ChancellorKeep {
             keep: c("7♥"),
-            bottom: cards("3♠ 2♠"),
+            bottom: cards("3♠ 2♠").into(),
         },
     )
     .unwrap();
@@ -649,7 +649,7 @@ fn faq_chancellor_with_one_card_in_the_deck_keeps_one_of_two() {
         0,
         Action::ChancellorKeep {
             keep: c("3♠"),
-            bottom: vec![top, top],
+            bottom: [top, top].into_iter().collect(),
         },
         "bad-chancellor-choice",
     );
@@ -657,7 +657,7 @@ fn faq_chancellor_with_one_card_in_the_deck_keeps_one_of_two() {
         0,
         &Action::ChancellorKeep {
             keep: c("3♠"),
-            bottom: vec![top],
+            bottom: [top].into_iter().collect(),
         },
     )
     .unwrap();
@@ -694,7 +694,7 @@ fn a_pending_chancellor_choice_allows_only_a_keep_by_its_player() {
     );
     let keep = |k: &str, b: &str| Action::ChancellorKeep {
         keep: c(k),
-        bottom: cards(b),
+        bottom: cards(b).into(),
     };
     refused(&mut g, 1, keep("A♠", ""), "not-your-turn");
     refused(&mut g, 0, keep("Q♥", "7♥ 2♠"), "card-not-in-hand");
@@ -714,7 +714,7 @@ fn a_keep_without_a_chancellor_is_refused() {
     let mut g = table(3, "Q♥ 6♠ A♠ A♥ 3♠");
     let keep = Action::ChancellorKeep {
         keep: c("6♠"),
-        bottom: cards("3♠"),
+        bottom: cards("3♠").into(),
     };
     refused(&mut g, 0, keep, "no-chancellor-choice");
 }
@@ -725,7 +725,7 @@ fn countess_obligation_does_not_apply_to_the_chancellor_choice() {
     play(&mut g, 0, "6♠", None, None);
     let keep = Action::ChancellorKeep {
         keep: c("7♥"),
-        bottom: cards("8♥ 5♠"),
+        bottom: cards("8♥ 5♠").into(),
     };
     assert!(g.legal_actions(0).contains(&keep));
     g.apply(0, &keep).unwrap();

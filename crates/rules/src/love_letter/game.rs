@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cards::{CardId, Edition, Role};
 use super::error::Error;
-use super::types::{Action, Config, Event, PlayerView, RoundEnd, RoundResult, TokenReason, View};
+use super::types::{
+    Action, Bottom, Config, Event, PlayerView, RoundEnd, RoundResult, TokenReason, View,
+};
 use crate::fixed::{Blank, FixedVec};
 use crate::{
     Discard, Game, GameRng, Observation, Outcome, Record, Seat, SeatSet, Seed, SetupError, Viewer,
@@ -832,12 +834,12 @@ impl Game for LoveLetter {
                 }
                 out.push(Action::ChancellorKeep {
                     keep,
-                    bottom: rest.to_vec(),
+                    bottom: Bottom::from_slice(&rest),
                 });
                 if rest.len() == 2 {
                     out.push(Action::ChancellorKeep {
                         keep,
-                        bottom: vec![rest[1], rest[0]],
+                        bottom: Bottom::from_slice(&[rest[1], rest[0]]),
                     });
                 }
             }

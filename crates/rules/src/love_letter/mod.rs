@@ -13,4 +13,6 @@ mod types;
 pub use cards::{CardId, Edition, Role, UnknownCard, UnknownRole};
 pub use error::Error;
 pub use game::LoveLetter;
-pub use types::{Action, Config, Event, PlayerView, RoundEnd, RoundResult, TokenReason, View};
+pub use types::{
+    Action, Bottom, Config, Event, PlayerView, RoundEnd, RoundResult, TokenReason, View,
+};

@@ -1,6 +1,7 @@
 //! The public vocabulary of Love Letter: configuration, actions, events and views.
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use super::cards::{CardId, Edition, Role};
 use crate::{Seat, SeatSet, Viewer};
@@ -21,6 +22,12 @@ pub struct Config {
     pub deck: Option<Vec<CardId>>,
 }
 
+/// The cards a Chancellor puts on the bottom of the deck, in the order of
+/// [`Action::ChancellorKeep`]: inline up to the two a Chancellor returns, so listing and
+/// replaying the choice does not allocate; more (never legal, but a client may send them)
+/// spill to the heap and are refused by the rules. Reads and writes as a list.
+pub type Bottom = SmallVec<[CardId; 2]>;
+
 /// What a seat does.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "type")]
@@ -38,7 +45,7 @@ pub enum Action {
     /// The second step of a Chancellor: keep one of the cards held and put the others on the
     /// bottom of the deck. `bottom` lists them in the order they end up, from the one nearer
     /// the top to the very bottom: its last element becomes the deck's bottom card.
-    ChancellorKeep { keep: CardId, bottom: Vec<CardId> },
+    ChancellorKeep { keep: CardId, bottom: Bottom },
 }
 
 /// Why a token was gained.

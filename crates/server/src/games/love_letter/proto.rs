@@ -14,7 +14,7 @@ fn card(id: &str) -> Result<CardId, String> {
         .map_err(|_| format!("unknown card {}", crate::limits::shown(id)))
 }
 
-fn cards(ids: &[String]) -> Result<Vec<CardId>, String> {
+fn cards<C: FromIterator<CardId>>(ids: &[String]) -> Result<C, String> {
     ids.iter().map(|id| card(id)).collect()
 }
 
