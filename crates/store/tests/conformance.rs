@@ -3,11 +3,11 @@
 //! `DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`, dropped afterwards).
 
 use std::collections::HashMap;
-use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use chrono::{TimeZone, Utc};
+use futures::FutureExt;
 use missive_store::{
     Appended, Attempt, ChainCheck, DeliveryKey, GENESIS_HASH, MatchFilter, MatchId, MatchStatus,
     MatchUpdate, NOTIFY_CHANNEL, NewEvent, NewMatch, Notice, Notification, NotificationKind,
@@ -3139,18 +3139,6 @@ async fn no_session_left_in_a_transaction(
     anyhow::bail!("{left} sessions left idle in a transaction")
 }
 
-/// Polls `work` once and drops it if it is waiting by then, as a caller that gives up at the
-/// first wait would: `None` when it was cut there, its answer when it had nothing to wait for.
-/// (A zero timeout is not this: the timer fires at its next tick, up to a millisecond later,
-/// and a quick read is answered by then.)
-async fn cut_at_first_wait<T>(work: impl Future<Output = T>) -> Option<T> {
-    let mut work = std::pin::pin!(work);
-    match std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await {
-        Poll::Ready(answer) => Some(answer),
-        Poll::Pending => None,
-    }
-}
-
 /// Reads held between uses (PostgreSQL keeps a few connections rather than hand each back to
 /// the pool): a read cancelled part-way, inside its transaction or not, leaves no session
 /// behind in a transaction, and the reads after it are answered.
@@ -3189,11 +3177,13 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
             }
         }
         ensure!(cancelled > 0, "no read was cancelled");
-        // Loads cancelled at their first wait, which is for the answer to their `BEGIN`; plain
-        // reads after each, as a request that came next would make.
+        // Loads cancelled at their first wait, which is for the answer to their `BEGIN`: polled
+        // once and dropped if waiting (`now_or_never`; a zero timeout would fire only at the
+        // timer's next millisecond tick, by which a quick load is answered). Plain reads after
+        // each, as a request that came next would make.
         let mut cut_loads = 0;
         for _ in 0..20 {
-            match cut_at_first_wait(h.store.load(m.id, 1)).await {
+            match h.store.load(m.id, 1).now_or_never() {
                 None => cut_loads += 1,
                 Some(answer) => drop(answer?),
             }
@@ -3247,7 +3237,7 @@ async fn a_cancelled_transaction_leaves_no_session_in_a_transaction() -> Result<
         // as other requests would make next.
         let mut cut = 0;
         for step in 0..80u64 {
-            match cut_at_first_wait(transaction_step(&h.store, m.id, step)).await {
+            match transaction_step(&h.store, m.id, step).now_or_never() {
                 None => cut += 1,
                 Some(answer) => answer?,
             }
