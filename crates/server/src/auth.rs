@@ -41,9 +41,35 @@ pub fn caller(authorization: Option<&[u8]>, player: Option<&Player>) -> ApiResul
         })
         .transpose()?;
     Ok(Caller {
-        token: bearer(header)?,
+        token: bearer(header)?.as_deref().map(SeatToken::new),
         player: None,
     })
+}
+
+/// A seat token as a request presents it, kept as what seats are recognised by: its SHA-256.
+/// It is hashed once per request, and so once for all the acts of a `Play` stream.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SeatToken {
+    /// `None` when the text is not a token at all (64 hex digits), which no seat accepts.
+    hash: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for SeatToken {
+    // What a seat is recognised by: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SeatToken(..)")
+    }
+}
+
+impl SeatToken {
+    pub fn new(text: &str) -> SeatToken {
+        let mut raw = [0u8; 32];
+        SeatToken {
+            hash: hex::decode_to_slice(text, &mut raw)
+                .ok()
+                .map(|()| Sha256::digest(raw).into()),
+        }
+    }
 }
 
 /// The token from an `authorization` header value (`Bearer <token>`); `None` when absent.
@@ -72,7 +98,7 @@ pub fn viewer(
     if let Some(player) = &caller.player {
         return player_seat(record, player, wanted, required);
     }
-    let Some(token) = caller.token.as_deref() else {
+    let Some(token) = &caller.token else {
         if required || wanted.is_some() {
             return Err(ApiError::Unauthenticated(
                 "a seat token is required: authorization: Bearer <seat token>".into(),
@@ -81,9 +107,7 @@ pub fn viewer(
         return Ok(Viewer::Spectator);
     };
     let invalid = || ApiError::Unauthenticated("the seat token is not valid for this match".into());
-    let mut raw = [0u8; 32];
-    hex::decode_to_slice(token, &mut raw).map_err(|_| invalid())?;
-    let hash: [u8; 32] = Sha256::digest(raw).into();
+    let hash = token.hash.ok_or_else(invalid)?;
     let seat = record
         .seats
         .iter()
@@ -263,10 +287,18 @@ mod tests {
 
     #[test]
     fn the_caller_is_read_from_the_authorization_header_alone() {
-        assert_eq!(caller(None, None).unwrap().token, None);
-        assert_eq!(
-            caller(Some(b"Bearer abc "), None).unwrap().token.as_deref(),
-            Some("abc")
+        assert!(caller(None, None).unwrap().token.is_none());
+        let (token, hash) = new_token().unwrap();
+        let header = format!("Bearer {token} ");
+        let presented = caller(Some(header.as_bytes()), None).unwrap().token;
+        assert_eq!(presented.and_then(|t| t.hash), Some(hash));
+        assert!(
+            caller(Some(b"Bearer abc"), None)
+                .unwrap()
+                .token
+                .unwrap()
+                .hash
+                .is_none()
         );
         for bad in [&b"Basic abc"[..], b"abc", b"Bearer \xff"] {
             assert!(

@@ -67,8 +67,18 @@ const WATCH_BUFFER: usize = 16;
 /// The caller of a request: the seat token, or the player a verified player token names.
 #[derive(Clone, Default)]
 pub struct Caller {
-    pub token: Option<String>,
+    pub token: Option<auth::SeatToken>,
     pub player: Option<crate::identity::Player>,
+}
+
+impl Caller {
+    /// A caller that presents seat token `token`.
+    pub fn seat(token: &str) -> Caller {
+        Caller {
+            token: Some(auth::SeatToken::new(token)),
+            player: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Caller {
@@ -109,6 +119,9 @@ pub struct Update {
     pub deadlines: Deadlines,
     /// The seed if this server knows it; revealed only once the match is over.
     pub seed: Option<[u8; 32]>,
+    /// The match's info after the event, built once for every watcher (`None`: it needs the
+    /// seed read first).
+    pub info: Option<Arc<pb::MatchInfo>>,
 }
 
 /// What wakes a match's watchers.
@@ -365,7 +378,7 @@ impl Service {
         match cached {
             Some(v) if v == record.version => {
                 if let Some(live) = guard.as_mut() {
-                    live.record = record;
+                    live.replace_record(record);
                 }
             }
             Some(v) if v < record.version => {
@@ -375,11 +388,11 @@ impl Service {
                         live.apply(event, &Event::of(event)?, None)?;
                     }
                     let latest = live.record.version;
-                    live.record = if latest == record.version {
+                    live.replace_record(if latest == record.version {
                         record
                     } else {
                         self.store.get_match(id).await?
-                    };
+                    });
                 }
             }
             _ => *guard = Some(self.load(id).await?),

@@ -7,6 +7,8 @@ use super::*;
 /// A match in memory, at `record.version`.
 #[derive(Debug)]
 pub(super) struct Live {
+    /// The match row. Replaced through [`Live::replace_record`], which forgets the info built
+    /// from the one before.
     pub(super) record: MatchRecord,
     /// The rules state (see `table.rs`).
     pub(super) table: Table,
@@ -21,6 +23,9 @@ pub(super) struct Live {
     pub(super) seed: Option<[u8; 32]>,
     /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
     pub(super) vacated: Vec<u8>,
+    /// The match's info at this version, once built: an act's answer and every watcher's
+    /// update of the version it made share it (see [`Live::info`]).
+    info: Mutex<Option<Arc<pb::MatchInfo>>>,
 }
 
 /// The table after an event, computed by the command that wrote it (an action the rules
@@ -47,7 +52,31 @@ impl Live {
             deadlines: Vec::new(),
             seed: None,
             vacated: Vec::new(),
+            info: Mutex::default(),
         }
+    }
+
+    /// The match row as the store has it now, at this version or a later one the events
+    /// folded here reached.
+    pub(super) fn replace_record(&mut self, record: MatchRecord) {
+        self.record = record;
+        *self.info.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The match's info at this version, built the first time it is asked for and shared
+    /// after that; `None` when it cannot be built without a read: a match that is over, whose
+    /// seed (which its info reveals) this server does not hold.
+    pub(super) fn info(&self) -> ApiResult<Option<Arc<pb::MatchInfo>>> {
+        let mut kept = self.info.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(info) = kept.as_ref().filter(|i| i.version == self.record.version) {
+            return Ok(Some(Arc::clone(info)));
+        }
+        if is_over(self.record.status) && self.seed.is_none() {
+            return Ok(None);
+        }
+        let info = Arc::new(Service::info_of(&self.record, self.game(), self.seed)?);
+        *kept = Some(Arc::clone(&info));
+        Ok(Some(info))
     }
 
     pub(super) fn game(&self) -> &dyn GameKind {
@@ -75,6 +104,7 @@ impl Live {
             None => self.table.apply(event.seq, typed)?,
         };
         self.note(event, typed);
+        *self.info.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         advance_record(&mut self.record, event, typed, self.table.state());
         self.deadlines = next_deadlines(
             &self.deadlines,
@@ -321,7 +351,7 @@ impl Service {
         }
         // The store's row is authoritative for seats and status, its turns for deadlines (the
         // events that started them may be older than the snapshot).
-        live.record = loaded.record;
+        live.replace_record(loaded.record);
         live.deadlines = Vec::new();
         if live.record.turn_timeout_secs.is_some() && live.record.status == MatchStatus::Active {
             live.deadlines = self

@@ -20,12 +20,20 @@ impl Service {
         game: &dyn GameKind,
         seed: Option<[u8; 32]>,
     ) -> ApiResult<pb::MatchInfo> {
-        let over = is_over(record.status);
-        let seed = match (over, seed) {
-            (false, _) => None,
-            (true, Some(seed)) => Some(hex::encode(seed)),
-            (true, None) => Some(hex::encode(self.seed(record.id).await?)),
+        let seed = match seed {
+            None if is_over(record.status) => Some(self.seed(record.id).await?),
+            seed => seed,
         };
+        Self::info_of(record, game, seed)
+    }
+
+    /// The match's info; `seed` is shown only once the match is over.
+    pub(super) fn info_of(
+        record: &MatchRecord,
+        game: &dyn GameKind,
+        seed: Option<[u8; 32]>,
+    ) -> ApiResult<pb::MatchInfo> {
+        let over = is_over(record.status);
         Ok(pb::MatchInfo {
             match_id: record.id.to_string(),
             kind: record.kind.clone(),
@@ -52,7 +60,7 @@ impl Service {
                 .map(|s| s.seat.into())
                 .collect(),
             seed_commitment: hex::encode(record.seed_hash),
-            seed,
+            seed: seed.filter(|_| over).map(hex::encode),
             version: record.version,
             created_at: Some(timestamp(record.created_at)),
             updated_at: Some(timestamp(record.updated_at)),
@@ -102,7 +110,10 @@ impl Service {
     }
 
     pub(super) async fn live_view(&self, live: &Live, viewer: Viewer) -> ApiResult<pb::MatchView> {
-        let info = self.info_with(&live.record, live.game(), live.seed).await?;
+        let info = match live.info()? {
+            Some(info) => pb::MatchInfo::clone(&info),
+            None => self.info_with(&live.record, live.game(), live.seed).await?,
+        };
         Ok(Self::view(
             info,
             &live.record,

@@ -109,10 +109,7 @@ impl Fixture {
     }
 
     fn caller(&self, seat: u8) -> Caller {
-        Caller {
-            token: Some(self.tokens[usize::from(seat)].clone()),
-            player: None,
-        }
+        Caller::seat(&self.tokens[usize::from(seat)])
     }
 
     /// The awaited seat's first legal action, and one it may not play.
@@ -445,4 +442,66 @@ fn a_watch_channel_item_is_a_pointer_or_an_error() {
         unboxed >= 4 * item,
         "boxing saves little: {unboxed} bytes unboxed, {item} boxed"
     );
+}
+
+#[test]
+fn a_versions_info_is_built_once_and_never_outlives_its_version() {
+    let mut fixture = Fixture::love_letter(2, None);
+    let first = fixture.live.info().expect("built").expect("no seed needed");
+    let again = fixture.live.info().expect("built").expect("no seed needed");
+    assert!(Arc::ptr_eq(&first, &again), "one build for the version");
+    assert_eq!(first.version, fixture.live.record.version);
+
+    // An event folded: the info of the new version, not the old one.
+    let seat = fixture.awaited();
+    let caller = fixture.caller(seat);
+    let (legal, _) = fixture.legal_and_illegal();
+    let Ok(Decision::Append(write, _)) =
+        act(&caller, &legal, "r-1").decide(&fixture.live, false, at())
+    else {
+        panic!("a legal action is appended");
+    };
+    let event = stored(
+        fixture.live.record.id,
+        fixture.live.record.version + 1,
+        &write.event,
+        Some("r-1"),
+    );
+    fixture
+        .live
+        .apply(&event, &write.event, write.applied)
+        .expect("folds");
+    let after = fixture.live.info().expect("built").expect("no seed needed");
+    assert_eq!(after.version, first.version + 1);
+
+    // The row replaced at the same version (the store's is authoritative): built again from it.
+    let mut row = fixture.live.record.clone();
+    row.seats[0].player = Some("renamed".into());
+    fixture.live.replace_record(row);
+    let replaced = fixture.live.info().expect("built").expect("no seed needed");
+    assert_eq!(replaced.version, after.version);
+    assert_eq!(replaced.seats[0].player, "renamed");
+    assert_eq!(
+        *replaced,
+        Service::info_of(&fixture.live.record, fixture.live.game(), None).expect("built"),
+        "the kept info is the one built from the row"
+    );
+}
+
+#[test]
+fn an_ended_matchs_info_waits_for_its_seed() {
+    let mut fixture = Fixture::love_letter(2, None);
+    fixture.live.record.status = MatchStatus::Finished;
+    fixture.live.seed = None;
+    assert!(
+        fixture.live.info().expect("no error").is_none(),
+        "the seed must be read first"
+    );
+    fixture.live.seed = Some([9; 32]);
+    let info = fixture
+        .live
+        .info()
+        .expect("built")
+        .expect("the seed is known");
+    assert_eq!(info.seed.as_deref(), Some(hex::encode([9; 32]).as_str()));
 }

@@ -72,13 +72,18 @@ impl Service {
                         Ok(Wake::Update(update)) if update.event.seq <= last => {}
                         Ok(Wake::Moved(version)) if version <= last => {}
                         Ok(Wake::Update(update)) if update.event.seq == last + 1 => {
-                            // Boxed like `resync`: inline, it would size every idle stream.
-                            let info = Box::pin(service.info_with(
-                                &update.record,
-                                game.as_ref(),
-                                update.seed,
-                            ))
-                            .await?;
+                            let info = match &update.info {
+                                Some(info) => pb::MatchInfo::clone(info),
+                                // Boxed like `resync`: inline, it would size every idle stream.
+                                None => {
+                                    Box::pin(service.info_with(
+                                        &update.record,
+                                        game.as_ref(),
+                                        update.seed,
+                                    ))
+                                    .await?
+                                }
+                            };
                             let message = Box::new(pb::WatchMatchResponse {
                                 version: update.event.seq,
                                 entries: Self::entries(

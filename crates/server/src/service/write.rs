@@ -189,6 +189,8 @@ impl Service {
             self.snapshot(live);
         }
         if self.watched(stored.match_id) {
+            // A failure to build the info is the watchers' to report, as they build it again.
+            let info = live.info().ok().flatten();
             self.notify(Update {
                 event: stored,
                 typed: event.clone(),
@@ -197,6 +199,7 @@ impl Service {
                 record: live.record.clone(),
                 deadlines: live.deadlines.clone(),
                 seed: live.seed,
+                info,
             });
         }
         Ok(())

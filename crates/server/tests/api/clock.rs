@@ -112,10 +112,7 @@ fn due(view: &pb::MatchView) -> Vec<(u32, DateTime<Utc>)> {
 async fn view(service: &Service, id: MatchId, token: &str) -> pb::MatchView {
     service
         .get_view(
-            &Caller {
-                token: Some(token.to_owned()),
-                player: None,
-            },
+            &Caller::seat(token),
             pb::GetViewRequest {
                 match_id: id.to_string(),
                 seat: None,
@@ -277,10 +274,7 @@ async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(backend: 
     // record of what would be posted).
     service
         .set_webhook(
-            &Caller {
-                token: Some(tokens[seat as usize].clone()),
-                player: None,
-            },
+            &Caller::seat(&tokens[seat as usize]),
             pb::SetWebhookRequest {
                 match_id: id.to_string(),
                 url: "https://hooks.example/turns".to_owned(),
