@@ -4,7 +4,8 @@
 //!   allow, at several concurrencies, each step a fixed time; in the same run, the same
 //!   concurrency of raw single-row INSERT transactions into the same database. Prints acts/s,
 //!   p50/p99 latencies and the ratio acts/raw; with `--floor`, also gRPC health checks at the
-//!   same concurrency (the cheapest unary call the server answers) and their ratio to raw.
+//!   same concurrency (the cheapest unary call the server answers), their ratio to raw and the
+//!   server's CPU time per check.
 //! - `watch`: idle `WatchMatch` streams in steps, with the server's resident memory per stream.
 //! - `fanout`: many spectators on one match, and how long each act takes to reach them all.
 //! - `cold`: a long match, then the server killed and restarted: time to ready, and to the
@@ -279,7 +280,10 @@ async fn run_acts(
     }
     println!();
     let (floor_head, floor_rule) = if floor {
-        (" checks/s | checks/raw |", "--:|--:|")
+        (
+            " checks/s | checks/raw | server CPU per check |",
+            "--:|--:|--:|",
+        )
     } else {
         ("", "")
     };
@@ -292,6 +296,7 @@ async fn run_acts(
         let mut raw_step = stats::Step::default();
         let mut checks = stats::Step::default();
         let mut server_cpu = Some(Duration::ZERO);
+        let mut checks_cpu = Some(Duration::ZERO);
         let mut step_costs = costs::Costs::default();
         for round in 0..rounds.max(1) {
             if let Some(url) = &raw_url {
@@ -306,10 +311,7 @@ async fn run_acts(
             if let (Some((url, _)), Some(probe)) = (&costs_at, probe) {
                 step_costs.finish(url, probe).await?;
             }
-            server_cpu = match (server_cpu, cpu_before, server.cpu_time()) {
-                (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
-                _ => None,
-            };
+            server_cpu = add_cpu(server_cpu, cpu_before, server.cpu_time());
             played.acts.append(one.acts);
             played.matches += one.matches;
             played.finished += one.finished;
@@ -317,7 +319,9 @@ async fn run_acts(
             played.flood.refused += one.flood.refused;
             played.flood.failed += one.flood.failed;
             if floor {
+                let before = server.cpu_time();
                 checks.append(floor::checks(&server.grpc, c, window).await?);
+                checks_cpu = add_cpu(checks_cpu, before, server.cpu_time());
             }
         }
         let acts_rate = played.acts.rate();
@@ -330,14 +334,14 @@ async fn run_acts(
             }
         };
         let ratio = to_raw(acts_rate);
-        let cpu_per_act = match server_cpu {
-            Some(cpu) if played.acts.ops > 0 => {
-                format!("{:.0} µs", cpu.as_secs_f64() * 1e6 / played.acts.ops as f64)
-            }
-            _ => "—".into(),
-        };
+        let cpu_per_act = cpu_per(server_cpu, played.acts.ops);
         let floor_cells = if floor {
-            format!(" {:.0} | {} |", checks.rate(), to_raw(checks.rate()))
+            format!(
+                " {:.0} | {} | {} |",
+                checks.rate(),
+                to_raw(checks.rate()),
+                cpu_per(checks_cpu, checks.ops)
+            )
         } else {
             String::new()
         };
@@ -602,4 +606,21 @@ async fn main() -> Result<()> {
     };
     server.finish().await;
     result
+}
+
+/// `sum` plus the server's CPU time from `before` to `after`; `None` once either is unknown.
+fn add_cpu(
+    sum: Option<Duration>,
+    before: Option<Duration>,
+    after: Option<Duration>,
+) -> Option<Duration> {
+    Some(sum? + after?.saturating_sub(before?))
+}
+
+/// The server's CPU time per operation, as a table cell.
+fn cpu_per(cpu: Option<Duration>, ops: u64) -> String {
+    match cpu {
+        Some(cpu) if ops > 0 => format!("{:.0} µs", cpu.as_secs_f64() * 1e6 / ops as f64),
+        _ => "—".into(),
+    }
 }
