@@ -81,18 +81,20 @@ pub enum Event {
     },
 }
 
+/// A join's payload; written from borrowed strings, read into owned ones.
 #[derive(Serialize, Deserialize)]
-struct Joined {
+struct Joined<S> {
     seat: u8,
-    player: String,
+    player: S,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    nonce: Option<String>,
+    nonce: Option<S>,
 }
 
+/// An action's or a timeout's payload; written from a borrowed action, read into an owned one.
 #[derive(Serialize, Deserialize)]
-struct Played {
+struct Played<A> {
     seat: u8,
-    action: Value,
+    action: A,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -133,13 +135,13 @@ impl Event {
                 nonce,
             } => serde_json::to_value(Joined {
                 seat: *seat,
-                player: player.clone(),
-                nonce: nonce.clone(),
+                player: player.as_str(),
+                nonce: nonce.as_deref(),
             }),
             Event::Action { seat, action } | Event::Timeout { seat, action } => {
                 serde_json::to_value(Played {
                     seat: *seat,
-                    action: action.clone(),
+                    action,
                 })
             }
             Event::Left { seat } => serde_json::to_value(Seat { seat: *seat }),
