@@ -47,8 +47,9 @@ pub fn caller(authorization: Option<&[u8]>, player: Option<&Player>) -> ApiResul
 }
 
 /// A seat token as a request presents it, kept as what seats are recognised by: its SHA-256.
-/// It is hashed once per request, and so once for all the acts of a `Play` stream.
-#[derive(Clone, PartialEq, Eq)]
+/// It is hashed once per request, and so once for all the acts of a `Play` stream. Not
+/// comparable: a seat's hash is matched in constant time ([`viewer`]).
+#[derive(Clone)]
 pub struct SeatToken {
     /// `None` when the text is not a token at all (64 hex digits), which no seat accepts.
     hash: Option<[u8; 32]>,
