@@ -25,32 +25,21 @@ async fn love_letter(client: &Client) -> (String, Vec<String>) {
     (id, tokens)
 }
 
-/// The seat whose turn it is, its token and its first legal action.
-async fn whose_turn(client: &Client, id: &str, tokens: &[String]) -> (String, serde_json::Value) {
-    for token in tokens {
-        let view = client.view(id, Some(token)).await;
-        if let Some(action) = view["legalActions"].as_array().and_then(|a| a.first()) {
-            return (token.clone(), action.clone());
-        }
-    }
-    panic!("nobody may act in {id}");
-}
-
-/// A legal action of the seat whose turn it is, other than `action`.
-async fn another_action(
+/// The seat whose turn it is, its token and its first legal action other than `except`.
+async fn whose_turn(
     client: &Client,
     id: &str,
     tokens: &[String],
-    action: &serde_json::Value,
-) -> serde_json::Value {
+    except: Option<&serde_json::Value>,
+) -> (String, serde_json::Value) {
     for token in tokens {
         let view = client.view(id, Some(token)).await;
         let mut legal = view["legalActions"].as_array().into_iter().flatten();
-        if let Some(other) = legal.find(|a| *a != action) {
-            return other.clone();
+        if let Some(action) = legal.find(|a| Some(*a) != except) {
+            return (token.clone(), action.clone());
         }
     }
-    panic!("no action other than {action} in {id}");
+    panic!("nobody may act in {id} (other than {except:?})");
 }
 
 async fn a_retry_after_a_crash(backend: Backend) {
@@ -58,7 +47,7 @@ async fn a_retry_after_a_crash(backend: Backend) {
     let mut server = Server::start(&store, &[]).await;
     let client = server.client();
     let (id, tokens) = love_letter(&client).await;
-    let (token, action) = whose_turn(&client, &id, &tokens).await;
+    let (token, action) = whose_turn(&client, &id, &tokens, None).await;
     let body = json!({ "requestId": "turn-1-of-ann", "action": action });
     let (status, first) = client
         .post(&format!("/v1/matches/{id}/act"), &body, Some(&token))
@@ -89,7 +78,7 @@ async fn a_retry_after_a_crash(backend: Backend) {
 
     // The same request id with another action is refused, not applied. Another indeed: a new
     // round can deal the acting seat the same card, and its first legal action be the same.
-    let other = another_action(&client, &id, &tokens, &action).await;
+    let (_, other) = whose_turn(&client, &id, &tokens, Some(&action)).await;
     let (status, refused) = client
         .post(
             &format!("/v1/matches/{id}/act"),

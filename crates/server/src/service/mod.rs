@@ -117,8 +117,6 @@ pub struct Update {
     pub state: Box<dyn MatchState>,
     pub record: MatchRecord,
     pub deadlines: Deadlines,
-    /// The seed if this server knows it; revealed only once the match is over.
-    pub seed: Option<[u8; 32]>,
     /// The match's info after the event, built once for every watcher (`None`: it needs the
     /// seed read first).
     pub info: Option<Arc<pb::MatchInfo>>,

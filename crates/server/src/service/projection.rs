@@ -8,7 +8,8 @@ use super::*;
 #[derive(Debug)]
 pub(super) struct Live {
     /// The match row. Replaced through [`Live::replace_record`], which forgets the info built
-    /// from the one before.
+    /// from the one before (a fold moves the version on, and a kept info of another version
+    /// is never served).
     pub(super) record: MatchRecord,
     /// The rules state (see `table.rs`).
     pub(super) table: Table,
@@ -23,8 +24,8 @@ pub(super) struct Live {
     pub(super) seed: Option<[u8; 32]>,
     /// Seats a player left (so a webhook of theirs may remain), among the events folded here.
     pub(super) vacated: Vec<u8>,
-    /// The match's info at this version, once built: an act's answer and every watcher's
-    /// update of the version it made share it (see [`Live::info`]).
+    /// The match's info, once built, with the version it was built at: an act's answer and
+    /// every watcher's update of the version it made share it (see [`Live::info`]).
     info: Mutex<Option<Arc<pb::MatchInfo>>>,
 }
 
@@ -104,7 +105,6 @@ impl Live {
             None => self.table.apply(event.seq, typed)?,
         };
         self.note(event, typed);
-        *self.info.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         advance_record(&mut self.record, event, typed, self.table.state());
         self.deadlines = next_deadlines(
             &self.deadlines,

@@ -76,12 +76,7 @@ impl Service {
                                 Some(info) => pb::MatchInfo::clone(info),
                                 // Boxed like `resync`: inline, it would size every idle stream.
                                 None => {
-                                    Box::pin(service.info_with(
-                                        &update.record,
-                                        game.as_ref(),
-                                        update.seed,
-                                    ))
-                                    .await?
+                                    Box::pin(service.info(&update.record, game.as_ref())).await?
                                 }
                             };
                             let message = Box::new(pb::WatchMatchResponse {

@@ -198,7 +198,6 @@ impl Service {
                 state: live.state().boxed_clone(),
                 record: live.record.clone(),
                 deadlines: live.deadlines.clone(),
-                seed: live.seed,
                 info,
             });
         }
