@@ -89,6 +89,9 @@ pub(crate) struct Options {
     /// Each player acts and watches on one `Play` stream instead of unary `Act` calls beside a
     /// `WatchMatch` stream.
     pub(crate) play: bool,
+    /// Each act asks for an answer without the view; the player takes its view from the
+    /// update the act made.
+    pub(crate) omit_view: bool,
 }
 
 /// What the flooder got.
@@ -162,7 +165,7 @@ pub(crate) async fn play(
     let mut tasks = tokio::task::JoinSet::new();
     for (i, pair) in pairs.into_iter().enumerate() {
         let rng = Lcg(seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        tasks.spawn(table(pair, deadline, rng, (options.think, options.play)));
+        tasks.spawn(table(pair, deadline, rng, options));
     }
     let mut played = Played::default();
     if let Some(flooder) = flooder {
@@ -178,14 +181,8 @@ pub(crate) async fn play(
     Ok(played)
 }
 
-/// Two players at one table, playing match after match until the deadline; `how` is each
-/// player's think time and whether it plays on a `Play` stream.
-async fn table(
-    pair: [Client; 2],
-    deadline: Instant,
-    mut rng: Lcg,
-    how: (Duration, bool),
-) -> Result<Played> {
+/// Two players at one table, playing match after match until the deadline, as `how` says.
+async fn table(pair: [Client; 2], deadline: Instant, mut rng: Lcg, how: Options) -> Result<Played> {
     let mut played = Played::default();
     let [mut first, mut second] = pair;
     while Instant::now() < deadline {
@@ -296,15 +293,12 @@ impl Line {
         })
     }
 
-    /// Sends an act; the view after it, or the code it was refused with.
-    async fn act(&mut self, request: pb::ActRequest) -> Result<Result<pb::MatchView, String>> {
+    /// Sends an act; its answer, or the code it was refused with.
+    async fn act(&mut self, request: pb::ActRequest) -> Result<Result<pb::ActResponse, String>> {
         use pb::play_response::Response;
         match self {
             Line::Unary { client, token, .. } => match client.act(authed(request, token)?).await {
-                Ok(response) => Ok(Ok(response
-                    .into_inner()
-                    .view
-                    .context("ActResponse without a view")?)),
+                Ok(response) => Ok(Ok(response.into_inner())),
                 Err(status) => Ok(Err(format!("{:?}", status.code()))),
             },
             Line::Play {
@@ -324,9 +318,7 @@ impl Line {
                         .context("the Play stream ended before answering an act")?;
                     match message.response {
                         Some(Response::Update(update)) => early.push_back(update),
-                        Some(Response::Acted(acted)) => {
-                            return Ok(Ok(acted.view.context("an act answered without a view")?));
-                        }
+                        Some(Response::Acted(acted)) => return Ok(Ok(acted)),
                         Some(Response::Refused(refused)) => return Ok(Err(refused.code)),
                         None => bail!("an empty Play response"),
                     }
@@ -360,18 +352,21 @@ impl Line {
 
 /// One seat's player until the match is over (`true`) or the deadline passes (`false`),
 /// starting from the view its join answered with, and watching for every update after it (on
-/// a `Play` stream, acting on it too, when `play`).
+/// a `Play` stream, acting on it too, when `how.play`).
 async fn player(
     mut client: Client,
     id: &str,
     (seat, token): (u32, &str),
     mut view: pb::MatchView,
     deadline: Instant,
-    (think, play): (Duration, bool),
+    how: Options,
     rng: &mut Lcg,
 ) -> Result<(bool, Step)> {
     let mut acts = Step::default();
-    let mut line = Line::open(&mut client, id, token, view.version, play).await?;
+    let mut line = Line::open(&mut client, id, token, view.version, how.play).await?;
+    // The version of the player's last act, whose update brings its view when the answer
+    // came without one.
+    let mut acted = 0;
     loop {
         if is_over(&view) {
             return Ok((true, acts));
@@ -379,15 +374,15 @@ async fn player(
         if Instant::now() >= deadline {
             return Ok((false, acts));
         }
-        if view.awaiting.contains(&seat) {
+        if view.version >= acted && view.awaiting.contains(&seat) {
             if view.legal_actions.is_empty() {
                 bail!(
                     "seat {seat} is awaited at version {} with no legal action",
                     view.version
                 );
             }
-            if !think.is_zero() {
-                tokio::time::sleep(think).await;
+            if !how.think.is_zero() {
+                tokio::time::sleep(how.think).await;
             }
             let action = view.legal_actions[rng.below(view.legal_actions.len())].clone();
             let request = pb::ActRequest {
@@ -396,16 +391,22 @@ async fn player(
                 request_id: format!("{seat}-{}", view.version),
                 expected_version: Some(view.version),
                 seat: None,
+                omit_view: how.omit_view,
             };
             let sent = Instant::now();
             let result = line.act(request).await?;
             let done = Instant::now();
             match result {
-                Ok(after) => {
+                Ok(answer) => {
                     if done <= deadline {
                         acts.record(done - sent);
                     }
-                    view = after;
+                    acted = answer.version;
+                    match answer.view {
+                        Some(after) => view = after,
+                        None if how.omit_view => {}
+                        None => bail!("an act answered without a view"),
+                    }
                 }
                 Err(code) => {
                     acts.error(format!("Act {code}"));

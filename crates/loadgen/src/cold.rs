@@ -236,6 +236,7 @@ async fn act(
         request_id: format!("cold-{seat}-{}", view.version),
         expected_version: Some(view.version),
         seat: None,
+        ..Default::default()
     };
     let sent = Instant::now();
     let response = client.act(authed(request, token)?).await?;

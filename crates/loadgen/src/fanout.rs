@@ -183,6 +183,7 @@ async fn play(
             request_id: format!("fan-{seat}-{}", view.version),
             expected_version: Some(view.version),
             seat: None,
+            ..Default::default()
         };
         let at = Instant::now();
         let response = client.act(authed(request, token)?).await?;

@@ -115,6 +115,10 @@ enum Mode {
         /// a `WatchMatch` stream.
         #[arg(long)]
         play: bool,
+        /// Players ask for answers without the view (`omit_view`) and take their view from the
+        /// update their act makes.
+        #[arg(long)]
+        omit_view: bool,
     },
     /// Idle watch streams and the server's memory per stream.
     Watch {
@@ -552,11 +556,13 @@ async fn main() -> Result<()> {
             flood,
             costs,
             play,
+            omit_view,
         } => {
             let options = acts::Options {
                 think: Duration::from_millis(*think_ms),
                 flood: *flood,
                 play: *play,
+                omit_view: *omit_view,
             };
             run_acts(
                 &cli, &server, clients, *secs, *rounds, *seed, *floor, *costs, options,

@@ -11,6 +11,8 @@ pub(super) struct Act<'a> {
     pub(super) request_id: &'a str,
     pub(super) play: Play<'a>,
     pub(super) expected_version: Option<u64>,
+    /// Answer with the version only: the caller takes its view from the act's update.
+    pub(super) omit_view: bool,
 }
 
 impl Command for Act<'_> {
@@ -138,10 +140,9 @@ impl Command for Act<'_> {
         let version = live.record.version;
         crate::metrics::record_act();
         tracing::info!(match_id = %self.id, seat, version, "action applied");
-        let view = service.live_view(live, Viewer::Seat(seat)).await?;
         Ok(pb::ActResponse {
             version,
-            view: Some(view),
+            view: self.view(service, live, seat).await?,
             duplicate: false,
         })
     }
@@ -188,10 +189,9 @@ impl Command for Act<'_> {
         if !(same_action && pinned) {
             return Err(request_id_reused());
         }
-        let view = service.live_view(live, Viewer::Seat(seat)).await?;
         Ok(pb::ActResponse {
             version: seq,
-            view: Some(view),
+            view: self.view(service, live, seat).await?,
             duplicate: true,
         })
     }
@@ -202,6 +202,21 @@ impl Command for Act<'_> {
                 "the match moved on to version {actual}; reload and retry"
             ))
         })
+    }
+}
+
+impl Act<'_> {
+    /// The acting seat's view for the answer, unless the caller asked to go without it.
+    async fn view(
+        &self,
+        service: &Service,
+        live: &Live,
+        seat: u8,
+    ) -> ApiResult<Option<pb::MatchView>> {
+        if self.omit_view {
+            return Ok(None);
+        }
+        Ok(Some(service.live_view(live, Viewer::Seat(seat)).await?))
     }
 }
 
@@ -227,6 +242,7 @@ impl Service {
             request_id: &req.request_id,
             play: Play::Action(action),
             expected_version: req.expected_version,
+            omit_view: req.omit_view,
         };
         self.write(id, &act).await
     }
@@ -257,6 +273,7 @@ impl Service {
             request_id: &request_id,
             play,
             expected_version: Some(turn.version),
+            omit_view: true,
         };
         match self.write(turn.match_id, &act).await {
             Ok(response) => {

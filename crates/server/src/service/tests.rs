@@ -155,6 +155,7 @@ fn act<'a>(caller: &'a Caller, action: &'a pb::GameAction, request_id: &'a str) 
         request_id,
         play: Play::Action(action),
         expected_version: None,
+        omit_view: false,
     }
 }
 
@@ -297,6 +298,7 @@ fn a_bot_decides_from_its_seat_and_a_timeout_plays_the_default_action() {
             request_id: "bot:3:0",
             play,
             expected_version: Some(3),
+            omit_view: true,
         };
         let Ok(Decision::Append(write, _)) = command.decide(&fixture.live, true, at()) else {
             panic!("the server's move is appended");
@@ -311,6 +313,7 @@ fn a_bot_decides_from_its_seat_and_a_timeout_plays_the_default_action() {
         request_id: "timeout:3:1",
         play: Play::Timeout,
         expected_version: Some(3),
+        omit_view: true,
     };
     assert!(matches!(
         command.decide(&fixture.live, true, at()),

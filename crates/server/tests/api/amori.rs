@@ -204,6 +204,7 @@ async fn drive(
                     request_id: uuid::Uuid::new_v4().to_string(),
                     expected_version: Some(view.version),
                     seat: Some(seat),
+                    ..Default::default()
                 },
                 &driven[&seat],
             ))
@@ -647,6 +648,7 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
                 request_id: uuid::Uuid::new_v4().to_string(),
                 expected_version: None,
                 seat: None,
+                ..Default::default()
             },
             token,
         )
@@ -735,6 +737,7 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
                     request_id: uuid::Uuid::new_v4().to_string(),
                     expected_version: None,
                     seat: None,
+                    ..Default::default()
                 },
                 &tokens[1],
             ),

@@ -387,6 +387,7 @@ impl Ctx<'_> {
                             request_id: "matrix-act".into(),
                             expected_version: None,
                             seat: me,
+                            ..Default::default()
                         },
                         token,
                     ))

@@ -745,6 +745,7 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
                             request_id: format!("churn-{n}"),
                             expected_version: Some(v.version),
                             seat: None,
+                            ..Default::default()
                         },
                         &holders[h].token,
                     ))
@@ -1002,6 +1003,7 @@ async fn a_match_stored_before_the_deal_moved_still_loads_plays_and_audits() {
                     request_id: format!("old-{step}"),
                     expected_version: Some(views[seat].version),
                     seat: None,
+                    ..Default::default()
                 },
                 &tokens[seat],
             ))

@@ -327,6 +327,7 @@ impl Fixture {
                     request_id,
                     expected_version: None,
                     seat: None,
+                    ..Default::default()
                 };
                 let mut body = to_json(&request);
                 body.as_object_mut().expect("object").remove("matchId");

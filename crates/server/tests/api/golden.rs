@@ -259,6 +259,7 @@ async fn play_people(
                         request_id: format!("golden-{n}"),
                         expected_version: Some(view.version),
                         seat: None,
+                        ..Default::default()
                     },
                     token,
                 ))

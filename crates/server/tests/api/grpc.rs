@@ -106,6 +106,7 @@ pub(crate) async fn play_over_grpc(client: &mut MissiveClient<Channel>, seed: u6
                     request_id: uuid::Uuid::new_v4().to_string(),
                     expected_version: None,
                     seat: Some(seat as u32),
+                    ..Default::default()
                 },
                 &tokens[seat],
             ))
@@ -338,6 +339,7 @@ async fn a_retried_act_is_applied_once_and_returns_the_same_result() {
         request_id: "retry-me".into(),
         expected_version: Some(mine.version),
         seat: None,
+        ..Default::default()
     };
     let first = client
         .act(authed(request.clone(), &tokens[seat]))
@@ -812,6 +814,7 @@ async fn bad_grpc_requests_get_the_right_code_and_change_nothing() {
         request_id: uuid::Uuid::new_v4().to_string(),
         expected_version: None,
         seat,
+        ..Default::default()
     };
 
     let cases: Vec<(&str, tonic::Request<pb::ActRequest>, Code)> = vec![
@@ -974,6 +977,7 @@ async fn two_servers_on_one_database_never_serve_a_stale_version() {
                         request_id: format!("step-{step}"),
                         expected_version: Some(mine.version),
                         seat: None,
+                        ..Default::default()
                     },
                     &tokens[seat],
                 ))

@@ -538,6 +538,7 @@ pub(crate) fn act_request(
         request_id: uuid::Uuid::new_v4().to_string(),
         expected_version: Some(view.version),
         seat: None,
+        omit_view: false,
     }
 }
 

@@ -152,15 +152,26 @@ async fn two_seats_play_a_full_match_over_http_json_while_a_watcher_sees_every_u
         let legal = list(&mine, "legalActions");
         assert!(!legal.is_empty(), "the awaited seat has legal actions");
         let action = legal[rng.below(legal.len())].clone();
+        // Every other act asks for its answer without the view.
+        let omit_view = steps % 2 == 0;
         let (status, body) = act(
             &app,
             &id,
             &tokens[seat],
-            &json!({ "action": action, "requestId": format!("step-{steps}") }),
+            &json!({ "action": action, "requestId": format!("step-{steps}"), "omitView": omit_view }),
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["view"]["seat"], json!(seat));
+        let version = mine["version"].as_str().expect("a version").parse::<u64>();
+        assert_eq!(
+            body["version"],
+            json!((version.expect("a number") + 1).to_string())
+        );
+        if omit_view {
+            assert_eq!(body.get("view"), None, "{body}");
+        } else {
+            assert_eq!(body["view"]["seat"], json!(seat));
+        }
     };
     let winners = list(&final_view["outcome"], "winners");
     assert!(!winners.is_empty(), "the match reports its winners");

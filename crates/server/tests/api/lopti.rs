@@ -368,6 +368,7 @@ async fn play_session(
                     request_id: uuid::Uuid::new_v4().to_string(),
                     expected_version: Some(view.version),
                     seat: Some(seat),
+                    ..Default::default()
                 },
                 &tokens[seat as usize],
             ))

@@ -322,3 +322,53 @@ async fn a_play_stream_refuses_what_act_refuses_and_stays_open() {
     };
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
 }
+
+#[tokio::test]
+async fn an_act_that_omits_its_view_is_answered_by_version_and_its_update_carries_the_view() {
+    let app = spawn_app(Backend::Postgres).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = create_and_join(&mut client, 2).await;
+    let (seat, view) = awaited(&mut client, &match_id, &tokens).await;
+    let token = &tokens[seat];
+    let act = pb::ActRequest {
+        omit_view: true,
+        ..act_request(&match_id, &view, view.legal_actions[0].clone())
+    };
+    let mut stream = Play::open(&mut client, &match_id, view.version, Some(token)).await;
+    let mut updates = Vec::new();
+    stream.act(act.clone()).await;
+    let Response::Acted(acted) = stream.answer(&mut updates).await else {
+        panic!("the act is applied");
+    };
+    assert_eq!(acted.version, view.version + 1);
+    assert!(!acted.duplicate);
+    assert_eq!(acted.view, None, "the answer leaves the view out");
+    let update = updates.last().expect("the act's update came first");
+    assert_eq!(update.version, acted.version);
+    assert_eq!(
+        update.view.as_ref(),
+        Some(&seat_view(&mut client, &match_id, token).await),
+        "the update carries the seat's view after the act"
+    );
+    // Retried, it is answered as it asks: without the view, or with it.
+    let lean = client
+        .act(authed(act.clone(), token))
+        .await
+        .expect("a unary retry")
+        .into_inner();
+    assert!(lean.duplicate);
+    assert_eq!((lean.version, lean.view), (acted.version, None));
+    let full = client
+        .act(authed(
+            pb::ActRequest {
+                omit_view: false,
+                ..act
+            },
+            token,
+        ))
+        .await
+        .expect("a unary retry asking for the view")
+        .into_inner();
+    assert!(full.duplicate);
+    assert_eq!(full.view.map(|v| v.version), Some(acted.version));
+}

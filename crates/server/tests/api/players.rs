@@ -150,6 +150,7 @@ pub(crate) async fn play_out(
                     request_id: format!("act-{acts}"),
                     expected_version: Some(view.version),
                     seat: None,
+                    ..Default::default()
                 },
                 &jwt,
             ))
@@ -206,6 +207,7 @@ async fn a_player_token_binds_the_seat_and_plays_a_whole_match_alone() {
                     request_id: "wrong-seat".into(),
                     expected_version: None,
                     seat: mover.seat,
+                    ..Default::default()
                 },
                 idle,
             ))

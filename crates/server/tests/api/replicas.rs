@@ -78,6 +78,7 @@ async fn next_move(
             request_id: uuid::Uuid::new_v4().to_string(),
             expected_version: None,
             seat: None,
+            ..Default::default()
         },
     }))
 }

@@ -68,6 +68,7 @@ async fn act_over_grpc(
                 request_id: request_id.to_owned(),
                 expected_version: None,
                 seat: None,
+                ..Default::default()
             },
             &tokens[seat],
         ))

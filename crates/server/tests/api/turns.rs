@@ -207,6 +207,7 @@ async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
                 request_id: "in-time".into(),
                 expected_version: Some(info.version),
                 seat: None,
+                ..Default::default()
             },
             &tokens[on_time as usize],
         ))
@@ -384,6 +385,7 @@ async fn a_view_lists_the_awaited_seats_deadline(backend: Backend) {
                 request_id: "first".into(),
                 expected_version: Some(mover.version),
                 seat: None,
+                ..Default::default()
             },
             &tokens[first as usize],
         ))
@@ -535,6 +537,7 @@ async fn a_player_plays_a_bot_through_the_ordinary_api() {
                     request_id: format!("me-{moves}"),
                     expected_version: Some(mine.version),
                     seat: None,
+                    ..Default::default()
                 },
                 &tokens[0],
             ))
@@ -616,6 +619,7 @@ async fn bad_bot_requests_are_refused_and_create_nothing() {
                 request_id: format!("timeout:{}:{}", mine.version, mine.awaiting[0]),
                 expected_version: None,
                 seat: None,
+                ..Default::default()
             },
             token,
         ))

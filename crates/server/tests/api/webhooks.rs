@@ -237,6 +237,7 @@ async fn play_until_awaited(
                     request_id: uuid::Uuid::new_v4().to_string(),
                     expected_version: None,
                     seat: Some(mover),
+                    ..Default::default()
                 },
                 &tokens[mover as usize],
             ))
