@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use missive_proto::v1 as pb;
 use missive_proto::v1::missive_client::MissiveClient;
+use prost::Message as _;
 use tokio::time::sleep_until;
 use tonic::transport::{Channel, Endpoint};
 
@@ -400,6 +401,7 @@ async fn player(
                 Ok(answer) => {
                     if done <= deadline {
                         acts.record(done - sent);
+                        acts.received += answer.encoded_len() as u64;
                     }
                     acted = answer.version;
                     match answer.view {
@@ -420,6 +422,11 @@ async fn player(
             update = line.update() => update?,
             () = sleep_until(deadline.into()) => return Ok((false, acts)),
         };
+        if let Some(update) = &update
+            && Instant::now() <= deadline
+        {
+            acts.received += update.encoded_len() as u64;
+        }
         match update {
             Some(update) if update.version > view.version => {
                 if let Some(next) = update.view {

@@ -3,7 +3,8 @@
 //! - `acts`: simulated players on Love Letter matches acting over gRPC as fast as the rules
 //!   allow, at several concurrencies, each step a fixed time; in the same run, the same
 //!   concurrency of raw single-row INSERT transactions into the same database. Prints acts/s,
-//!   p50/p99 latencies and the ratio acts/raw; with `--floor`, also gRPC health checks at the
+//!   p50/p99 latencies, the server's CPU time and the bytes the players received per act, and
+//!   the ratio acts/raw; with `--floor`, also gRPC health checks at the
 //!   same concurrency (the cheapest unary call the server answers), their ratio to raw and the
 //!   server's CPU time per check.
 //! - `watch`: idle `WatchMatch` streams in steps, with the server's resident memory per stream.
@@ -292,9 +293,9 @@ async fn run_acts(
         ("", "")
     };
     println!(
-        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | server CPU per act | raw inserts/s | raw p50 | raw p99 | acts/raw |{floor_head}"
+        "| clients | players | matches opened / finished | acts/s | act p50 | act p99 | server CPU per act | bytes to players per act | raw inserts/s | raw p50 | raw p99 | acts/raw |{floor_head}"
     );
-    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|{floor_rule}");
+    println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|{floor_rule}");
     for &c in clients {
         let mut played = acts::Played::default();
         let mut raw_step = stats::Step::default();
@@ -339,6 +340,7 @@ async fn run_acts(
         };
         let ratio = to_raw(acts_rate);
         let cpu_per_act = cpu_per(server_cpu, played.acts.ops);
+        let bytes_per_act = played.acts.received as f64 / played.acts.ops.max(1) as f64;
         let floor_cells = if floor {
             format!(
                 " {:.0} | {} | {} |",
@@ -350,7 +352,7 @@ async fn run_acts(
             String::new()
         };
         println!(
-            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {cpu_per_act} | {:.0} | {:.1} ms | {:.1} ms | {ratio} |{floor_cells}",
+            "| {c} | {} | {} / {} | {:.0} | {:.1} ms | {:.1} ms | {cpu_per_act} | {bytes_per_act:.0} | {:.0} | {:.1} ms | {:.1} ms | {ratio} |{floor_cells}",
             2 * c,
             played.matches,
             played.finished,

@@ -11,6 +11,8 @@ pub(crate) struct Step {
     pub(crate) window: Duration,
     /// Failed operations by gRPC code (or error text); a healthy run has none.
     pub(crate) errors: BTreeMap<String, u64>,
+    /// Protobuf bytes of the answers and updates received during the window.
+    pub(crate) received: u64,
 }
 
 impl Step {
@@ -26,6 +28,7 @@ impl Step {
     /// Folds another step's counts in; windows of steps run side by side are the same window.
     pub(crate) fn merge(&mut self, other: Step) {
         self.ops += other.ops;
+        self.received += other.received;
         self.latencies.extend(other.latencies);
         for (k, v) in other.errors {
             *self.errors.entry(k).or_default() += v;
