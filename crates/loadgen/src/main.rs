@@ -79,6 +79,11 @@ struct Cli {
     /// loopback address, so each is its own client.
     #[arg(long, global = true, value_enum, default_value_t = server::Limits::Raised)]
     server_limits: server::Limits,
+
+    /// The async runtime's worker threads of the server started here
+    /// (`MISSIVE_WORKER_THREADS`); default: the server's own, one per core.
+    #[arg(long, global = true)]
+    server_workers: Option<std::num::NonZeroUsize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,6 +198,7 @@ async fn start(cli: &Cli) -> Result<Server> {
                 &cli.database_url,
                 cli.db_connections,
                 cli.server_limits,
+                cli.server_workers,
             )
             .await
         }
@@ -262,7 +268,12 @@ async fn run_acts(
         cli.db_connections, cli.db_connections
     );
     if cli.target.is_none() {
-        println!("server limits: {:?}", cli.server_limits);
+        println!(
+            "server limits: {:?}; server worker threads: {}",
+            cli.server_limits,
+            cli.server_workers
+                .map_or_else(|| "one per core".to_owned(), |n| n.to_string())
+        );
     }
     if !options.think.is_zero() {
         println!(

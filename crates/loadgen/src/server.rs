@@ -61,6 +61,7 @@ struct Launch {
     bin: PathBuf,
     db_connections: u32,
     limits: Limits,
+    workers: Option<std::num::NonZeroUsize>,
 }
 
 /// `postgres://host/db` with the database replaced by `name`.
@@ -86,12 +87,14 @@ impl Server {
     }
 
     /// Creates a fresh database and starts `bin` on it, with `db_connections` pooled
-    /// connections; returns once the server prints its gRPC address.
+    /// connections and `workers` worker threads (default: its own); returns once the server
+    /// prints its gRPC address.
     pub(crate) async fn spawn(
         bin: &Path,
         admin_url: &str,
         db_connections: u32,
         limits: Limits,
+        workers: Option<std::num::NonZeroUsize>,
     ) -> Result<Self> {
         if !bin.exists() {
             bail!(
@@ -122,6 +125,7 @@ impl Server {
                 bin: bin.to_owned(),
                 db_connections,
                 limits,
+                workers,
             }),
         };
         if let Err(e) = server.launch().await {
@@ -152,7 +156,11 @@ impl Server {
             bail!("this server was not started here");
         };
         let started = std::time::Instant::now();
-        let mut child = Command::new(&launch.bin)
+        let mut command = Command::new(&launch.bin);
+        if let Some(workers) = launch.workers {
+            command.env("MISSIVE_WORKER_THREADS", workers.to_string());
+        }
+        let mut child = command
             .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
             .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
             .env("MISSIVE_DATA_DIR", data_dir)

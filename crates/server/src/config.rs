@@ -40,6 +40,18 @@ pub struct Config {
     pub shutdown: Shutdown,
     #[command(flatten)]
     pub identity: Identity,
+    #[command(flatten)]
+    pub runtime: Runtime,
+}
+
+/// The async runtime the server runs on.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Runtime {
+    /// Threads that run requests, streams and background work; default: one per core. On a
+    /// machine the server shares with its database, fewer than the cores spend less CPU per act
+    /// (fewer wake-ups across threads; docs/BENCHMARKS.md).
+    #[arg(long, env = "MISSIVE_WORKER_THREADS")]
+    pub worker_threads: Option<std::num::NonZeroUsize>,
 }
 
 /// Where the server listens.
@@ -649,6 +661,14 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn worker_threads_default_to_the_runtimes_own_and_are_never_zero() {
+        assert_eq!(Config::parse_from(["missive"]).runtime.worker_threads, None);
+        let config = Config::parse_from(["missive", "--worker-threads", "1"]);
+        assert_eq!(config.runtime.worker_threads.map(|n| n.get()), Some(1));
+        assert!(Config::try_parse_from(["missive", "--worker-threads", "0"]).is_err());
     }
 
     #[test]

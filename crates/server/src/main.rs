@@ -14,18 +14,28 @@ use tokio::net::TcpListener;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<ExitCode> {
-    Ok(match Cli::parse().into_command() {
-        Command::Serve(config) => {
-            serve(*config).await?;
-            ExitCode::SUCCESS
-        }
-        Command::Verify(args) => cli::verify(&args),
-        Command::History(args) => cli::history(&args).await,
-        Command::Watch(args) => cli::watch(&args).await,
-        Command::Migrate(args) => cli::migrate(&args).await,
-        Command::Play(args) => cli::play(&args).await,
+fn main() -> anyhow::Result<ExitCode> {
+    let command = Cli::parse().into_command();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if let Command::Serve(config) = &command
+        && let Some(threads) = config.runtime.worker_threads
+    {
+        runtime.worker_threads(threads.get());
+    }
+    let runtime = runtime.build().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        Ok(match command {
+            Command::Serve(config) => {
+                serve(*config).await?;
+                ExitCode::SUCCESS
+            }
+            Command::Verify(args) => cli::verify(&args),
+            Command::History(args) => cli::history(&args).await,
+            Command::Watch(args) => cli::watch(&args).await,
+            Command::Migrate(args) => cli::migrate(&args).await,
+            Command::Play(args) => cli::play(&args).await,
+        })
     })
 }
 
