@@ -156,11 +156,7 @@ impl Server {
             bail!("this server was not started here");
         };
         let started = std::time::Instant::now();
-        let mut command = Command::new(&launch.bin);
-        if let Some(workers) = launch.workers {
-            command.env("MISSIVE_WORKER_THREADS", workers.to_string());
-        }
-        let mut child = command
+        let mut child = Command::new(&launch.bin)
             .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
             .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
             .env("MISSIVE_DATA_DIR", data_dir)
@@ -172,6 +168,11 @@ impl Server {
             // One log line per action would measure the terminal, not the server.
             .env("RUST_LOG", "warn")
             .envs(launch.limits.env())
+            .envs(
+                launch
+                    .workers
+                    .map(|n| ("MISSIVE_WORKER_THREADS", n.to_string())),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
