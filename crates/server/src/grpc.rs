@@ -8,7 +8,6 @@ use futures::Stream;
 use missive_proto::v1 as pb;
 use missive_proto::v1::missive_server::Missive;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::auth;
@@ -87,10 +86,10 @@ impl Grpc {
         req: pb::WatchMatchRequest,
     ) -> Result<impl Stream<Item = Result<pb::WatchMatchResponse, Status>> + use<>, Status> {
         let permit = client.map(Client::open_watch).transpose()?;
-        let rx = self.service.watch(caller, req).await?;
-        Ok(ReceiverStream::new(rx).map(move |item| {
+        let updates = self.service.watch(caller, req).await?;
+        Ok(updates.map(move |item| {
             let _held = &permit;
-            item.map(|update| *update).map_err(Status::from)
+            item.map_err(Status::from)
         }))
     }
 }

@@ -27,7 +27,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
-use tokio_stream::wrappers::ReceiverStream;
 use tower::ServiceBuilder;
 
 use crate::auth;
@@ -351,8 +350,8 @@ async fn watch_match(
     };
     // The stream's place under the watch caps, held as long as the stream.
     let permit = client.map(|Extension(c)| c.open_watch()).transpose()?;
-    let rx = service.watch(&caller, request).await?;
-    let stream = ReceiverStream::new(rx).map(move |item| {
+    let updates = service.watch(&caller, request).await?;
+    let stream = updates.map(move |item| {
         let _held = &permit;
         Ok(match item {
             Ok(update) => Event::default()

@@ -35,7 +35,7 @@ use missive_store::{
 };
 
 use sha2::{Digest, Sha256};
-use tokio::sync::{Notify, OwnedMutexGuard, broadcast, mpsc};
+use tokio::sync::{Notify, OwnedMutexGuard, broadcast};
 use tracing::Instrument;
 
 use crate::auth::{self, Keys};

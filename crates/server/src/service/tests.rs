@@ -432,21 +432,6 @@ fn the_rules_state_is_typed_to_its_game() {
     assert_eq!(refused.rule, "malformed-action");
 }
 
-/// A watch stream's channel allocates its slots 32 at a time, used or not: an item must stay
-/// small for an idle stream to stay small (an unboxed update, its view inline, made the block
-/// most of a stream's memory).
-#[test]
-fn a_watch_channel_item_is_a_pointer_or_an_error() {
-    let item = std::mem::size_of::<super::watch::WatchItem>();
-    let unboxed = std::mem::size_of::<ApiResult<pb::WatchMatchResponse>>();
-    eprintln!("a watch item: {item} bytes, {unboxed} unboxed");
-    assert!(item <= 64, "a watch item is {item} bytes");
-    assert!(
-        unboxed >= 4 * item,
-        "boxing saves little: {unboxed} bytes unboxed, {item} boxed"
-    );
-}
-
 #[test]
 fn a_versions_info_is_built_once_and_never_outlives_its_version() {
     let mut fixture = Fixture::love_letter(2, None);

@@ -19,7 +19,7 @@ const TIMEOUT: u32 = 60;
 const POLL: Duration = Duration::from_millis(10);
 
 /// A service on `url` with its turn worker, both on `clock`; the worker stops with `stop`.
-async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<Service> {
+pub(crate) async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<Service> {
     let store = Store::connect(url, crate::helpers::patient_store())
         .await
         .expect("store");
@@ -48,7 +48,10 @@ async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<S
 
 /// A two-seat Love Letter match with a turn timeout (and a reminder that long before it, if
 /// given), both seats joined; its id and tokens.
-async fn start_match(service: &Service, reminder: Option<u32>) -> (MatchId, Vec<String>) {
+pub(crate) async fn start_match(
+    service: &Service,
+    reminder: Option<u32>,
+) -> (MatchId, Vec<String>) {
     let created = service
         .create_match(pb::CreateMatchRequest {
             turn_timeout_secs: Some(TIMEOUT),

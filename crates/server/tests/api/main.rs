@@ -23,6 +23,7 @@ mod replicas;
 mod retries;
 mod telemetry;
 mod turns;
+mod watch;
 mod web;
 mod webhook_pool;
 mod webhooks;
