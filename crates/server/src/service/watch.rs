@@ -12,15 +12,15 @@ use tokio::time::{Interval, MissedTickBehavior};
 
 use super::*;
 
-/// A watch's catch-up result, except that a store that cannot be reached now is not an error:
-/// the stream stays open (not over), and the next wake-up or tick tries again.
-pub(super) fn retry_later<T>(id: MatchId, result: ApiResult<T>, later: T) -> ApiResult<T> {
+/// A watch's read from the store, except that a store that cannot be reached now is not an
+/// error but `None`: the stream stays open, and the next wake-up or tick tries again.
+fn retry_later<T>(id: MatchId, result: ApiResult<T>) -> ApiResult<Option<T>> {
     match result {
         Err(ApiError::Unavailable(detail)) => {
             tracing::debug!(match_id = %id, %detail, "watch catch-up failed; will retry");
-            Ok(later)
+            Ok(None)
         }
-        done => done,
+        done => done.map(Some),
     }
 }
 
@@ -61,7 +61,6 @@ impl Service {
             recheck,
             read: Some(record),
             caught: VecDeque::new(),
-            started: false,
             ended: false,
             _watcher: crate::metrics::Watcher::open(),
         });
@@ -87,12 +86,10 @@ struct Watching {
     updates: broadcast::Receiver<Wake>,
     stopping: tokio::sync::watch::Receiver<bool>,
     recheck: Interval,
-    /// The match as read when the watch began, for the first catch-up.
+    /// The match as read when the watch began, until the first catch-up takes it.
     read: Option<MatchRecord>,
     /// Updates read from the store and not yet sent, oldest first.
     caught: VecDeque<Caught>,
-    /// Whether the first catch-up ran.
-    started: bool,
     /// Whether the stream ends once `caught` is sent.
     ended: bool,
     _watcher: crate::metrics::Watcher,
@@ -123,7 +120,7 @@ impl Watching {
     async fn advance(&mut self) -> Option<WatchItem> {
         loop {
             if let Some(caught) = self.caught.pop_front() {
-                match retry_later(self.id, self.send(caught).await.map(Some), None) {
+                match retry_later(self.id, self.fetched(caught).await) {
                     Ok(Some(update)) => return Some(Ok(update)),
                     // The store is out of reach: the rest is read again later.
                     Ok(None) => self.caught.clear(),
@@ -134,10 +131,8 @@ impl Watching {
             if self.ended {
                 return None;
             }
-            if !self.started {
-                self.started = true;
-                let read = self.read.take();
-                if let Err(e) = self.resync(read).await {
+            if let Some(read) = self.read.take() {
+                if let Err(e) = self.resync(Some(read)).await {
                     return Some(Err(e));
                 }
                 continue;
@@ -207,8 +202,8 @@ impl Watching {
         Ok(message)
     }
 
-    /// The message for an update read from the store.
-    async fn send(&mut self, caught: Caught) -> ApiResult<pb::WatchMatchResponse> {
+    /// The message for an update read from the store, the next one after `last`.
+    async fn fetched(&mut self, caught: Caught) -> WatchItem {
         // Boxed: inline, the match info's future would size every idle stream.
         let info = Box::pin(self.service.info(&caught.record, self.game.as_ref())).await?;
         let view = Service::view(
@@ -219,11 +214,10 @@ impl Watching {
             self.viewer,
         );
         self.last = caught.seq;
+        self.ended = caught.vacated || is_over(caught.record.status);
         if caught.vacated {
-            self.ended = true;
+            // Nothing after the seat was left is its holder's to see.
             self.caught.clear();
-        } else {
-            self.ended = is_over(caught.record.status);
         }
         Ok(pb::WatchMatchResponse {
             version: caught.seq,
@@ -241,9 +235,8 @@ impl Watching {
         read: Option<MatchRecord>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<()>> + Send + '_>> {
         Box::pin(async move {
-            let id = self.id;
-            let caught = self.catch_up(read).await.map(Some);
-            if let Some(caught) = retry_later(id, caught, None)? {
+            let caught = self.catch_up(read).await;
+            if let Some(caught) = retry_later(self.id, caught)? {
                 self.caught = caught;
             }
             Ok(())
