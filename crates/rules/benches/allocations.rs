@@ -1,10 +1,8 @@
 //! Heap allocations per action of each engine, counted by a counting global allocator: on the
 //! replay path ([`Game::replay`]), through [`Game::apply`] (which returns the observations),
-//! and in playouts (legal actions into a reused buffer, then `replay`). Love Letter's and
-//! Amori e Intrighi's replays and playouts must allocate nothing, nor Lopti's listing of legal
-//! actions in any phase, nor its replay of any action outside the rule phase (creating,
-//! proposing, voting on and cancelling rules, and the roshambo that breaks a tied vote, keep
-//! rules' text and lists on the heap); the run fails otherwise.
+//! and in playouts (legal actions into a reused buffer, then `replay`). No engine's replay or
+//! playout may allocate, in any phase: Lopti's rules, votes and roshambo included, and a table
+//! rule's text (shared with the action that carries it); the run fails otherwise.
 //!
 //! Run with `cargo bench -p missive-rules --bench allocations` (the figures do not depend on
 //! the machine; `cargo test -p missive-rules` runs it too, for the assertion).
@@ -56,16 +54,21 @@ fn measure<G: Game>(config: &G::Config, seats: u8, pick: common::Pick<G>) -> Per
         }
     });
     let mut states: Vec<G> = matches.iter().map(|(g, _)| g.clone()).collect();
-    // The buffer grows to its largest listing once, as it would in a long-running player.
-    let mut legal = Vec::with_capacity(256);
-    let mut played = 0;
-    let playout = count(|| {
+    let playouts = |states: &mut [G], legal: &mut Vec<G::Action>| {
+        let mut played = 0;
         for (seed, g) in states.iter_mut().enumerate() {
             let mut rng =
                 missive_rules::GameRng::new(missive_rules::Seed::from_u64(seed as u64 + 7));
-            played += common::playout(g, &mut rng, pick, &mut legal, None);
+            played += common::playout(g, &mut rng, pick, legal, None);
         }
-    });
+        played
+    };
+    // The buffer grows to its longest listing in a first, uncounted round, as it would once in
+    // a long-running player.
+    let mut legal = Vec::new();
+    playouts(&mut states.clone(), &mut legal);
+    let mut played = 0;
+    let playout = count(|| played = playouts(&mut states, &mut legal));
     PerAction {
         replay: replay as f64 / actions as f64,
         apply: apply as f64 / actions as f64,
@@ -73,166 +76,90 @@ fn measure<G: Game>(config: &G::Config, seats: u8, pick: common::Pick<G>) -> Per
     }
 }
 
-/// Whether a Lopti action belongs to the rule phase (rules' text and lists on the heap).
-fn lopti_rule_phase(action: &lopti::Action) -> bool {
-    use lopti::Action;
-    matches!(
-        action,
-        Action::CreateRule { .. }
-            | Action::SkipRule
-            | Action::Propose { .. }
-            | Action::Vote { .. }
-            | Action::Throw { .. }
-            | Action::CancelRule { .. }
-    )
-}
-
-/// Allocations on the replay path of Lopti's actions outside the rule phase, and those
-/// actions' count, each action counted on its own.
-fn lopti_hand_replay(seats: u8) -> (usize, usize) {
-    let matches = common::stored_matches::<lopti::Lopti>(
-        &lopti::Config::default(),
-        seats,
-        common::lopti_progress,
-    );
-    let (mut allocations, mut actions) = (0, 0);
-    for (mut g, log) in matches {
-        for (seat, action) in &log {
-            let counted = count(|| {
-                black_box(g.replay(*seat, action)).expect("a stored action");
-            });
-            if !lopti_rule_phase(action) {
-                allocations += counted;
-                actions += 1;
-            }
-        }
-    }
-    (allocations, actions)
-}
-
-/// What Lopti playouts allocate, each step counted on its own.
-#[derive(Debug, Default)]
-struct LoptiPlayout {
-    /// Allocations listing a seat's legal actions into a reused buffer, in every phase.
-    listing: usize,
-    listings: usize,
-    /// Allocations replaying the chosen action in a hand: when nothing listed but a
-    /// withdrawal belongs to the rule phase, and a withdrawal was not the one chosen.
-    hand_replay: usize,
-    hand_steps: usize,
-}
-
-fn lopti_playout(seats: u8) -> LoptiPlayout {
+/// Allocations replaying Lopti sessions whose every created rule also brings a table rule of
+/// its own text (listings never offer one: a table rule's text is the winner's to write), and
+/// the table rules created. The texts are written before the count starts.
+fn lopti_table_rules(seats: u8) -> (f64, usize) {
     let mut legal = Vec::new();
-    let mut counts = LoptiPlayout::default();
-    // Twice, counting the second time: the first builds the rule catalogue (once per process)
-    // and grows the buffer to the longest listing, as a long-running player's would be.
-    for _ in 0..2 {
-        counts = lopti_playouts(seats, &mut legal);
-    }
-    counts
-}
-
-fn lopti_playouts(seats: u8, legal: &mut Vec<lopti::Action>) -> LoptiPlayout {
-    let mut counts = LoptiPlayout::default();
-    let starts = common::starts::<lopti::Lopti>(&lopti::Config::default(), seats);
-    for (seed, mut g) in starts.into_iter().enumerate() {
+    let mut logs = Vec::new();
+    let mut written = 0;
+    for (seed, initial) in common::starts::<lopti::Lopti>(&lopti::Config::default(), seats)
+        .into_iter()
+        .enumerate()
+    {
+        let mut g = initial.clone();
         let mut rng = missive_rules::GameRng::new(missive_rules::Seed::from_u64(seed as u64 + 7));
+        let mut log = Vec::new();
         while let Some(seat) = g.awaiting().iter().next() {
-            counts.listing += count(|| {
-                legal.clear();
-                g.legal_actions_into(seat, legal);
-            });
-            counts.listings += 1;
-            let chosen = common::lopti_progress(&g, seat, legal, &mut rng);
-            let replayed = count(|| {
-                black_box(g.replay(seat, &legal[chosen])).expect("a legal action");
-            });
-            let in_hand = !lopti_rule_phase(&legal[chosen])
-                && legal
-                    .iter()
-                    .all(|a| matches!(a, lopti::Action::CancelRule { .. }) || !lopti_rule_phase(a));
-            if in_hand {
-                counts.hand_replay += replayed;
-                counts.hand_steps += 1;
+            legal.clear();
+            g.legal_actions_into(seat, &mut legal);
+            let mut action = legal[common::lopti_progress(&g, seat, &legal, &mut rng)].clone();
+            if let lopti::Action::CreateRule { table_rule, .. } = &mut action {
+                written += 1;
+                *table_rule = Some(format!("table rule {written} of session {seed}").into());
+            }
+            g.replay(seat, &action).expect("a legal action");
+            log.push((seat, action));
+        }
+        logs.push((initial, log));
+    }
+    let actions: usize = logs.iter().map(|(_, log)| log.len()).sum();
+    let allocations = count(|| {
+        for (g, log) in &mut logs {
+            for (seat, action) in log.iter() {
+                black_box(g.replay(*seat, action)).expect("a stored action");
             }
         }
-    }
-    counts
+    });
+    (allocations as f64 / actions as f64, written)
 }
 
 fn main() {
     // Criterion's and cargo's arguments (`--bench`) are not for this binary.
-    let mut love_letter_replay = Vec::new();
-    let mut love_letter_playout = Vec::new();
-    let mut amori_replay = Vec::new();
-    let mut amori_playout = Vec::new();
+    // Every replay and playout figure, of every engine at every seat count, must be 0.
+    let mut must_be_none = Vec::new();
     println!("allocations per action (replay | apply | playout)");
     for seats in [2, 4] {
-        let ll = measure::<love_letter::LoveLetter>(
-            &love_letter::Config::default(),
-            seats,
-            common::uniform,
-        );
+        let figures = [
+            (
+                "love_letter",
+                measure::<love_letter::LoveLetter>(
+                    &love_letter::Config::default(),
+                    seats,
+                    common::uniform,
+                ),
+            ),
+            (
+                "lopti",
+                measure::<lopti::Lopti>(&lopti::Config::default(), seats, common::lopti_progress),
+            ),
+            (
+                "amori",
+                measure::<amori::Amori>(&amori::Config::default(), seats, common::uniform),
+            ),
+        ];
+        for (game, f) in figures {
+            println!(
+                "{game} {seats}p: {:.3} | {:.3} | {:.3}",
+                f.replay, f.apply, f.playout
+            );
+            must_be_none.push((format!("{game} {seats}p replay"), f.replay));
+            must_be_none.push((format!("{game} {seats}p playout"), f.playout));
+        }
+        let (table_rules, written) = lopti_table_rules(seats);
         println!(
-            "love_letter {seats}p: {:.3} | {:.3} | {:.3}",
-            ll.replay, ll.apply, ll.playout
+            "lopti {seats}p, a table rule with every rule created: {table_rules:.3} (replay; \
+             {written} table rules)"
         );
-        love_letter_replay.push(ll.replay);
-        love_letter_playout.push(ll.playout);
-        let lo = measure::<lopti::Lopti>(&lopti::Config::default(), seats, common::lopti_progress);
-        println!(
-            "lopti {seats}p: {:.3} | {:.3} | {:.3}",
-            lo.replay, lo.apply, lo.playout
-        );
-        let am = measure::<amori::Amori>(&amori::Config::default(), seats, common::uniform);
-        println!(
-            "amori {seats}p: {:.3} | {:.3} | {:.3}",
-            am.replay, am.apply, am.playout
-        );
-        amori_replay.push(am.replay);
-        amori_playout.push(am.playout);
+        assert!(written > 0, "no Lopti session created a rule");
+        must_be_none.push((
+            format!("lopti {seats}p replay with table rules"),
+            table_rules,
+        ));
     }
+    let allocated: Vec<_> = must_be_none.iter().filter(|(_, a)| *a != 0.0).collect();
     assert!(
-        love_letter_replay.iter().all(|a| *a == 0.0),
-        "Love Letter's replay allocated: {love_letter_replay:?} per action"
-    );
-    assert!(
-        love_letter_playout.iter().all(|a| *a == 0.0),
-        "Love Letter's playout allocated: {love_letter_playout:?} per action"
-    );
-    for seats in [2, 4] {
-        let (allocations, actions) = lopti_hand_replay(seats);
-        println!("lopti {seats}p outside the rule phase: {allocations} in {actions} replays");
-        assert!(
-            actions > 0,
-            "no Lopti actions outside the rule phase were replayed"
-        );
-        assert_eq!(
-            allocations, 0,
-            "Lopti's replay allocated outside the rule phase"
-        );
-        let playout = lopti_playout(seats);
-        println!(
-            "lopti {seats}p playouts: {} in {} listings, {} in {} replays in a hand",
-            playout.listing, playout.listings, playout.hand_replay, playout.hand_steps
-        );
-        assert!(playout.hand_steps > 0, "no Lopti playout steps in a hand");
-        assert_eq!(
-            playout.listing, 0,
-            "listing Lopti's legal actions allocated"
-        );
-        assert_eq!(
-            playout.hand_replay, 0,
-            "Lopti's playout allocated outside the rule phase"
-        );
-    }
-    assert!(
-        amori_replay.iter().all(|a| *a == 0.0),
-        "Amori e Intrighi's replay allocated: {amori_replay:?} per action"
-    );
-    assert!(
-        amori_playout.iter().all(|a| *a == 0.0),
-        "Amori e Intrighi's playout allocated: {amori_playout:?} per action"
+        allocated.is_empty(),
+        "allocations per action where there must be none: {allocated:?}"
     );
 }

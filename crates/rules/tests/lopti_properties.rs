@@ -136,7 +136,7 @@ fn junk_action(rng: &mut GameRng) -> Action {
         1 => Action::KeepCards,
         2 => Action::CreateRule {
             rule: matches!(n, 0 | 2 | 4).then(|| spec(rng)),
-            table_rule: (n > 2).then(|| "x".repeat(usize::from(n) * 70)),
+            table_rule: (n > 2).then(|| "x".repeat(usize::from(n) * 70).into()),
         },
         3 => Action::SkipRule,
         4 => Action::Propose {

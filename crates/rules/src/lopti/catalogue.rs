@@ -21,7 +21,7 @@
 //! Free-text *table rules* are recorded and shown to everyone but never enforced; the engine
 //! checks only their length.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
@@ -150,12 +150,13 @@ pub struct RuleSpec {
     pub effect: Effect,
 }
 
-/// What a rule says: an enforced trigger → effect, or free text the table keeps by itself.
+/// What a rule says: an enforced trigger → effect, or free text the table keeps by itself. The
+/// text is shared with the action that wrote it, so the rule the state keeps is not a copy.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RuleBody {
     Enforced { spec: RuleSpec },
-    Table { text: String },
+    Table { text: Arc<str> },
 }
 
 /// A rule's id, unique within the session, in creation order.

@@ -10,6 +10,7 @@ mod play;
 mod session;
 
 use std::ops::RangeInclusive;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
@@ -44,6 +45,10 @@ const MAX_SEATS: usize = 5;
 type Cards = FixedVec<Card, 52>;
 /// The specifications of a session's active rules: inline for as many as its hands can create.
 type Specs = SmallVec<[RuleSpec; MAX_HANDS as usize]>;
+/// A session's rules: inline for as many as its hands can create (an enforced rule and a
+/// table rule from each winner but the last's), so creating one never allocates; rules carried
+/// over from earlier sessions may take it past that, to the heap.
+type Rules = SmallVec<[Rule; 2 * (MAX_HANDS as usize - 1)]>;
 /// A seat's face-down or face-up cards.
 type TableCards = FixedVec<Card, TABLE_CARDS>;
 
@@ -155,8 +160,9 @@ pub struct Lopti {
     hands_won: Vec<u8>,
     last_winner: Option<Seat>,
     base: BaseRules,
-    rules: Vec<Rule>,
-    scheduled: Vec<Change>,
+    rules: Rules,
+    /// The change a Rule Vote passed for the next hand: one vote a hand, so at most one.
+    scheduled: SmallVec<[Change; 1]>,
     vote_held: bool,
     phase: Phase,
     players: Vec<Player>,
@@ -217,8 +223,8 @@ impl Lopti {
             hands_won: vec![0; usize::from(seats)],
             last_winner: None,
             base,
-            rules: Vec::new(),
-            scheduled: Vec::new(),
+            rules: Rules::new(),
+            scheduled: SmallVec::new(),
             vote_held: false,
             phase: Phase::Over,
             players: vec![Player::default(); usize::from(seats)],
@@ -618,8 +624,8 @@ impl Game for Lopti {
             clockwise: !self.reversed,
             pending_skips: self.skips,
             base: self.base.clone(),
-            rules: self.rules.clone(),
-            scheduled: self.scheduled.clone(),
+            rules: self.rules.to_vec(),
+            scheduled: self.scheduled.to_vec(),
             vote_held: self.vote_held,
         }
     }
@@ -706,7 +712,7 @@ impl Lopti {
                 Ok(())
             }
             Action::CreateRule { rule, table_rule } => {
-                self.create_rule(seat, *rule, table_rule.as_deref(), out)
+                self.create_rule(seat, *rule, table_rule.as_ref(), out)
             }
             Action::SkipRule => {
                 out.push(Observation::public(Event::RuleSkipped { seat }));

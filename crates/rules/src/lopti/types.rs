@@ -10,6 +10,8 @@
 //! are turned; a ballot or a committed throw is shown only to the seat that cast it until the
 //! count or the reveal. A spectator sees what every seat sees, without any own hand.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
@@ -107,7 +109,7 @@ pub enum Action {
     /// Rule creation: the last hand's winner adds an enforced rule, a table rule, or both.
     CreateRule {
         rule: Option<RuleSpec>,
-        table_rule: Option<String>,
+        table_rule: Option<Arc<str>>,
     },
     /// Rule creation: add nothing.
     SkipRule,

@@ -47,7 +47,7 @@ impl Lopti {
         &mut self,
         seat: Seat,
         spec: Option<RuleSpec>,
-        text: Option<&str>,
+        text: Option<&Arc<str>>,
         out: &mut impl Record<Event>,
     ) -> Result<(), Error> {
         if spec.is_none() && text.is_none() {
@@ -64,7 +64,7 @@ impl Lopti {
             Some(text) => {
                 check_table_text(text)?;
                 let body = RuleBody::Table {
-                    text: text.to_owned(),
+                    text: Arc::clone(text),
                 };
                 if self.was_removed(&body) {
                     return Err(Error::RuleWasRemoved);

@@ -227,7 +227,7 @@ fn body_to_proto(body: &RuleBody) -> pb::LoptiRuleBody {
     pb::LoptiRuleBody {
         body: Some(match body {
             RuleBody::Enforced { spec } => B::Enforced(spec_to_proto(*spec)),
-            RuleBody::Table { text } => B::Table(text.clone()),
+            RuleBody::Table { text } => B::Table(text.to_string()),
         }),
     }
 }
@@ -237,7 +237,9 @@ fn body_from_proto(body: Option<&pb::LoptiRuleBody>) -> Result<RuleBody, String>
         Some(B::Enforced(spec)) => Ok(RuleBody::Enforced {
             spec: spec_from_proto(spec)?,
         }),
-        Some(B::Table(text)) => Ok(RuleBody::Table { text: text.clone() }),
+        Some(B::Table(text)) => Ok(RuleBody::Table {
+            text: text.as_str().into(),
+        }),
         None => Err("a rule body is enforced or table".into()),
     }
 }
@@ -488,7 +490,7 @@ impl ProtoGame for Lopti {
             Some(A::KeepCards(_)) => Ok(Action::KeepCards),
             Some(A::CreateRule(c)) => Ok(Action::CreateRule {
                 rule: c.rule.as_ref().map(spec_from_proto).transpose()?,
-                table_rule: c.table_rule.clone(),
+                table_rule: c.table_rule.as_deref().map(Into::into),
             }),
             Some(A::SkipRule(_)) => Ok(Action::SkipRule),
             Some(A::Propose(p)) => Ok(Action::Propose {
@@ -525,7 +527,7 @@ impl ProtoGame for Lopti {
             Action::KeepCards => A::KeepCards(EMPTY),
             Action::CreateRule { rule, table_rule } => A::CreateRule(pb::LoptiCreateRule {
                 rule: rule.map(spec_to_proto),
-                table_rule: table_rule.clone(),
+                table_rule: table_rule.as_deref().map(str::to_owned),
             }),
             Action::SkipRule => A::SkipRule(EMPTY),
             Action::Propose { change, timing } => A::Propose(pb::LoptiPropose {
