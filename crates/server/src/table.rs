@@ -40,28 +40,29 @@ impl From<ApiError> for Replay {
 #[derive(Debug)]
 pub struct Table {
     game: Arc<dyn GameKind>,
-    /// The game's config (the rules' JSON, as the match row holds it) and seat count.
-    config: Value,
     seats: u8,
     /// The rules version the match was created under, which it is played under throughout.
     version: u32,
     state: Box<dyn MatchState>,
-    /// Until a match dealt at its start starts: the committed seed and each seat holder's
-    /// nonce. The state is [`NotDealt`] meanwhile.
+    /// Until a match dealt at its start starts: what it is dealt from. The state is
+    /// [`NotDealt`] meanwhile.
     undealt: Option<Undealt>,
 }
 
+/// The committed seed, each seat holder's nonce, and the game's config (the rules' JSON, as
+/// the match row holds it): kept only until the deal, so a dealt table copied for each act
+/// copies no JSON.
 #[derive(Debug, Clone)]
 struct Undealt {
     seed: [u8; 32],
     holders: deal::Holders,
+    config: Value,
 }
 
 impl Clone for Table {
     fn clone(&self) -> Self {
         Table {
             game: self.game.clone(),
-            config: self.config.clone(),
             seats: self.seats,
             version: self.version,
             state: self.state.boxed_clone(),
@@ -87,6 +88,7 @@ impl Table {
             let undealt = Undealt {
                 seed,
                 holders: deal::Holders::new(seats),
+                config,
             };
             (Box::new(NotDealt) as Box<dyn MatchState>, Some(undealt))
         } else {
@@ -94,7 +96,6 @@ impl Table {
         };
         Ok(Table {
             game,
-            config,
             seats,
             version,
             state,
@@ -105,7 +106,6 @@ impl Table {
     /// A table restored from a snapshot of a dealt state taken under rules `version`.
     pub fn restored(
         game: Arc<dyn GameKind>,
-        config: Value,
         seats: u8,
         version: u32,
         state: Value,
@@ -114,7 +114,6 @@ impl Table {
         let state = game.restore(state)?;
         Ok(Table {
             game,
-            config,
             seats,
             version,
             state,
@@ -159,9 +158,9 @@ impl Table {
             pending.holders.note(seq, event)?;
             if let Some(nonces) = pending.holders.all() {
                 let seed = deal::seed(&pending.seed, &nonces);
-                self.state = self
-                    .game
-                    .setup_under(&self.config, self.seats, seed, self.version)?;
+                self.state =
+                    self.game
+                        .setup_under(&pending.config, self.seats, seed, self.version)?;
                 self.undealt = None;
                 return Ok(self.state.setup_observations());
             }

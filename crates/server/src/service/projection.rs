@@ -323,12 +323,11 @@ impl Service {
         // under them if there is one.
         let version = record.rules_version;
         let loaded = self.store.load(id, version).await?;
-        let (config, seats) = (loaded.record.config.clone(), loaded.record.seat_count);
+        let seats = loaded.record.seat_count;
         let (table, seed) = match loaded.snapshot {
-            Some(snapshot) if snapshot.rules_version == version => (
-                Table::restored(game, config, seats, version, snapshot.state)?,
-                None,
-            ),
+            Some(snapshot) if snapshot.rules_version == version => {
+                (Table::restored(game, seats, version, snapshot.state)?, None)
+            }
             _ => {
                 let seed = self.store.seed(id).await?;
                 let deal_at_start = loaded
@@ -336,7 +335,13 @@ impl Service {
                     .first()
                     .is_some_and(|created| deal::deals_at_start(&created.payload));
                 (
-                    Table::new(game, config, seats, seed, (version, deal_at_start))?,
+                    Table::new(
+                        game,
+                        loaded.record.config.clone(),
+                        seats,
+                        seed,
+                        (version, deal_at_start),
+                    )?,
                     Some(seed),
                 )
             }
