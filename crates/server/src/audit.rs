@@ -207,7 +207,7 @@ pub fn verify(
             // Dealt at creation from the committed seed itself (older matches), or at the start.
             let dealt = Table::new(
                 game,
-                creation.config.clone(),
+                &creation.config,
                 creation.seat_count,
                 seed,
                 (log.rules_version, creation.deal_at_start),

@@ -78,7 +78,7 @@ impl Table {
     /// replayed under other rules than its own.
     pub fn new(
         game: Arc<dyn GameKind>,
-        config: Value,
+        config: &Value,
         seats: u8,
         seed: [u8; 32],
         (version, deal_at_start): (u32, bool),
@@ -88,11 +88,11 @@ impl Table {
             let undealt = Undealt {
                 seed,
                 holders: deal::Holders::new(seats),
-                config,
+                config: config.clone(),
             };
             (Box::new(NotDealt) as Box<dyn MatchState>, Some(undealt))
         } else {
-            (game.setup_under(&config, seats, seed, version)?, None)
+            (game.setup_under(config, seats, seed, version)?, None)
         };
         Ok(Table {
             game,
@@ -434,7 +434,7 @@ mod tests {
     fn a_match_keeps_the_rules_it_was_created_with_and_new_matches_get_the_new_ones() {
         let seed = [5; 32];
         // Before the change: the server runs version 1 only.
-        let mut before = Table::new(game::<1, 1>(), config(), 2, seed, (1, true)).expect("v1");
+        let mut before = Table::new(game::<1, 1>(), &config(), 2, seed, (1, true)).expect("v1");
         let (log, outcome) = play(&mut before);
         let guesses = log
             .iter()
@@ -446,7 +446,7 @@ mod tests {
         assert!(guesses > 0, "the match uses the rule that changes");
 
         // After: version 2 ships and version 1 stays. The old match replays to its outcome.
-        let mut old = Table::new(game::<1, 2>(), config(), 2, seed, (1, true)).expect("v1 runs");
+        let mut old = Table::new(game::<1, 2>(), &config(), 2, seed, (1, true)).expect("v1 runs");
         assert_eq!(replay(&mut old, &log).ok(), Some(Some(outcome.clone())));
         assert_eq!(
             old.snapshot().map(Result::ok),
@@ -457,7 +457,7 @@ mod tests {
         // refused at its first Guard naming the Priest, and nobody is offered that play.
         let newest = game::<1, 2>().rules_version();
         assert_eq!(newest, 2);
-        let mut new = Table::new(game::<1, 2>(), config(), 2, seed, (newest, true)).expect("v2");
+        let mut new = Table::new(game::<1, 2>(), &config(), 2, seed, (newest, true)).expect("v2");
         let first = log
             .iter()
             .position(|e| {
@@ -473,7 +473,7 @@ mod tests {
             other => panic!("refused at {first}, not {other:?}"),
         }
         let (new_log, _) =
-            play(&mut Table::new(game::<1, 2>(), config(), 2, seed, (2, true)).expect("v2"));
+            play(&mut Table::new(game::<1, 2>(), &config(), 2, seed, (2, true)).expect("v2"));
         assert!(
             !new_log
                 .iter()
@@ -484,7 +484,7 @@ mod tests {
 
         // A server that has retired version 1 refuses the old match instead of replaying it.
         let refused =
-            Table::new(game::<2, 2>(), config(), 2, seed, (1, true)).expect_err("retired");
+            Table::new(game::<2, 2>(), &config(), 2, seed, (1, true)).expect_err("retired");
         assert!(
             matches!(&refused, ApiError::FailedPrecondition { rule, .. }
                 if rule == Rule::RulesVersionUnavailable.code()),

@@ -205,13 +205,7 @@ impl Service {
         }
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
         let version = game.rules_version();
-        let mut table = Table::new(
-            game.clone(),
-            parsed.config.clone(),
-            seats,
-            seed,
-            (version, true),
-        )?;
+        let mut table = Table::new(game.clone(), &parsed.config, seats, seed, (version, true))?;
         table.apply(1, &first)?;
         let all_seats = SeatRecord::all(seats, &taken);
         let turns = pending_turns(

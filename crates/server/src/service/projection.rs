@@ -337,7 +337,7 @@ impl Service {
                 (
                     Table::new(
                         game,
-                        loaded.record.config.clone(),
+                        &loaded.record.config,
                         seats,
                         seed,
                         (version, deal_at_start),

@@ -114,7 +114,7 @@ impl Service {
             .is_some_and(|created| deal::deals_at_start(&created.payload));
         let table = Table::new(
             game.clone(),
-            record.config.clone(),
+            &record.config,
             record.seat_count,
             seed,
             (record.rules_version, deal_at_start),

@@ -67,7 +67,7 @@ impl Fixture {
             updated_at: at(),
             version: 0,
         };
-        let table = Table::new(game, config.clone(), 2, [3; 32], (1, true)).expect("table");
+        let table = Table::new(game, &config, 2, [3; 32], (1, true)).expect("table");
         let mut live = Live::new(record, table, true, HashMap::new());
         let created = Event::Created(Creation {
             config,
