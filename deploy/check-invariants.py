@@ -58,6 +58,13 @@ def kubernetes(root):
             f"k8s: the ConfigMap must set {key}=0.0.0.0:{port} (servers listen on loopback by default)",
         )
 
+    # A setting that holds a secret is read from a Secret, never from the ConfigMap (which any
+    # reader of the namespace's configuration sees, and which ends up in logs and dashboards).
+    secret_like = re.compile(r"DATABASE_URL|SECRET|PASSWORD|TOKEN|PRIVATE|_KEY($|_)")
+    for key in sorted(config):
+        expect(not secret_like.search(key), f"k8s: {key} looks like a secret; it belongs in a Secret, not the ConfigMap")
+    secrets = {s["metadata"]["name"]: s for s in by_kind.get("Secret", [])}
+
     deployments = by_kind.get("Deployment", [])
     expect(len(deployments) == 1, "k8s: expected one Deployment")
     for deployment in deployments:
@@ -79,6 +86,21 @@ def kubernetes(root):
             window > pre_stop + grace,
             f"k8s: the liveness probe fails a pod after {window} s, within the preStop sleep plus "
             f"the drain ({pre_stop + grace:g} s), during which health answers NOT_SERVING",
+        )
+        env_from = container.get("envFrom", [])
+        referenced = [e["secretRef"] for e in env_from if "secretRef" in e]
+        for ref in referenced:
+            expect(
+                ref["name"] in secrets or ref.get("optional") is True,
+                f"k8s: the Deployment reads Secret {ref['name']}, which the base does not define "
+                "and which is not marked optional",
+            )
+        provided = {k for ref in referenced if ref["name"] in secrets for k in secrets[ref["name"]].get("stringData", {})}
+        expect("DATABASE_URL" in provided, "k8s: the Deployment's Secrets must provide DATABASE_URL")
+        expect(
+            any(ref["name"] == "missive-player-tokens" and ref.get("optional") for ref in referenced),
+            "k8s: the Deployment must read the player-token secret (MISSIVE_JWT_HS256_SECRET) from "
+            "the optional Secret missive-player-tokens",
         )
         readiness = container.get("readinessProbe", {}).get("httpGet", {})
         expect(readiness.get("path") == "/healthz", "k8s: the readiness probe must be httpGet /healthz")
