@@ -314,7 +314,7 @@ async fn a_finished_matchs_history_verifies_offline_and_a_tampered_copy_does_not
         .send()
         .await
         .expect("history");
-    assert_eq!(response.headers()["missive-audit-format"], "1");
+    assert_eq!(response.headers()["missive-audit-format"], "2");
     let text = response.text().await.expect("body");
     let dir = std::env::temp_dir().join(format!("missive-audit-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).expect("temp dir");

@@ -384,3 +384,112 @@ fn the_checks_catch_what_they_look_for() {
     let rules: Vec<_> = f.0.keys().copied().collect();
     assert_eq!(rules, ["ENUM_VALUE_PREFIX", "ENUM_ZERO_VALUE_SUFFIX"]);
 }
+
+/// The comments of a file, by their element's `SourceCodeInfo` path: the leading comment, else
+/// the trailing one, trimmed; elements without a comment are absent.
+fn comments(file: &FileDescriptorProto) -> HashMap<Vec<i32>, String> {
+    let info = file
+        .source_code_info
+        .as_ref()
+        .unwrap_or_else(|| panic!("{} is compiled without its source info", file.name()));
+    info.location
+        .iter()
+        .filter_map(|l| {
+            let text = l
+                .leading_comments
+                .as_deref()
+                .filter(|c| !c.trim().is_empty())
+                .or(l.trailing_comments.as_deref())?
+                .trim();
+            (!text.is_empty()).then(|| (l.path.clone(), text.to_owned()))
+        })
+        .collect()
+}
+
+/// `SourceCodeInfo` path numbers, as `descriptor.proto` numbers the fields.
+mod path {
+    pub(crate) const FILE_MESSAGE: i32 = 4;
+    pub(crate) const FILE_ENUM: i32 = 5;
+    pub(crate) const FILE_SERVICE: i32 = 6;
+    pub(crate) const MESSAGE_FIELD: i32 = 2;
+    pub(crate) const MESSAGE_NESTED: i32 = 3;
+    pub(crate) const MESSAGE_ENUM: i32 = 4;
+    pub(crate) const SERVICE_METHOD: i32 = 2;
+}
+
+/// The service methods, messages, fields and enums of the schema that have no comment.
+fn undocumented() -> Vec<String> {
+    fn message(
+        m: &DescriptorProto,
+        at: Vec<i32>,
+        scope: &str,
+        comments: &HashMap<Vec<i32>, String>,
+        out: &mut Vec<String>,
+    ) {
+        let name = format!("{scope}{}", m.name());
+        if !comments.contains_key(&at) {
+            out.push(format!("message {name}"));
+        }
+        for (i, field) in m.field.iter().enumerate() {
+            let path = [at.as_slice(), &[path::MESSAGE_FIELD, i as i32]].concat();
+            if !comments.contains_key(&path) {
+                out.push(format!("field {name}.{}", field.name()));
+            }
+        }
+        for (i, e) in m.enum_type.iter().enumerate() {
+            if !comments.contains_key(&[at.as_slice(), &[path::MESSAGE_ENUM, i as i32]].concat()) {
+                out.push(format!("enum {name}.{}", e.name()));
+            }
+        }
+        let inner = format!("{name}.");
+        for (i, nested) in m.nested_type.iter().enumerate() {
+            // Map entries are protoc's, described by their field.
+            if nested.options.as_ref().is_some_and(|o| o.map_entry()) {
+                continue;
+            }
+            let path = [at.as_slice(), &[path::MESSAGE_NESTED, i as i32]].concat();
+            message(nested, path, &inner, comments, out);
+        }
+    }
+    let mut out = Vec::new();
+    for file in files() {
+        let comments = comments(&file);
+        for (i, m) in file.message_type.iter().enumerate() {
+            message(
+                m,
+                vec![path::FILE_MESSAGE, i as i32],
+                "",
+                &comments,
+                &mut out,
+            );
+        }
+        for (i, e) in file.enum_type.iter().enumerate() {
+            if !comments.contains_key(&vec![path::FILE_ENUM, i as i32]) {
+                out.push(format!("enum {}", e.name()));
+            }
+        }
+        for (i, service) in file.service.iter().enumerate() {
+            for (j, method) in service.method.iter().enumerate() {
+                let at = vec![path::FILE_SERVICE, i as i32, path::SERVICE_METHOD, j as i32];
+                if !comments.contains_key(&at) {
+                    out.push(format!("rpc {}.{}", service.name(), method.name()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The OpenAPI document and generated clients take their descriptions from these comments:
+/// an element without one reaches a client undocumented.
+#[test]
+fn every_rpc_message_field_and_enum_has_a_comment() {
+    let missing = undocumented();
+    assert!(
+        missing.is_empty(),
+        "{} schema elements have no comment (write one above each, in the style of the \
+         others):\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}

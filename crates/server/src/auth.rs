@@ -219,6 +219,25 @@ impl Keys {
         })
     }
 
+    /// The cancel token of a match: whoever holds it may cancel the match while it is open.
+    /// Never stored; checked by deriving it again, so a retried creation answers the same one.
+    pub fn cancel_token(&self, id: MatchId) -> String {
+        hex::encode(&self.mac("cancel", &[id.as_bytes()])[..16])
+    }
+
+    /// Whether `token` is match `id`'s cancel token; compared in constant time.
+    pub fn cancels(&self, id: MatchId, token: &str) -> bool {
+        let expected = self.cancel_token(id);
+        let given = token.as_bytes();
+        expected.len() == given.len()
+            && expected
+                .as_bytes()
+                .iter()
+                .zip(given)
+                .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+                == 0
+    }
+
     /// The seat token a join with this request id gives, and its hash as stored.
     pub fn seat_token(&self, id: MatchId, seat: u8, request_id: &str) -> (String, [u8; 32]) {
         let raw = self.mac(
@@ -323,5 +342,19 @@ mod tests {
         assert_eq!(k.match_id("r"), k.match_id("r"));
         assert_ne!(k.match_id("r"), k.match_id("s"));
         assert_eq!(k.match_id("r").get_version_num(), 4);
+        assert_ne!(k.cancel_token(id), k.invite_code(id, 0));
+    }
+
+    #[test]
+    fn a_cancel_token_opens_its_own_match_only() {
+        let (id, other) = (MatchId::from_u128(1), MatchId::from_u128(2));
+        let token = keys().cancel_token(id);
+        assert_eq!(token.len(), 32);
+        assert!(keys().cancels(id, &token));
+        assert!(!keys().cancels(other, &token));
+        assert!(!Keys::new([8; 32]).cancels(id, &token));
+        assert!(!keys().cancels(id, &token[..31]));
+        assert!(!keys().cancels(id, ""));
+        assert!(!keys().cancels(id, &token.to_uppercase()));
     }
 }

@@ -164,7 +164,8 @@ pub struct Limits {
     #[arg(long, env = "MISSIVE_CREATE_LIMIT_BURST", default_value_t = 10)]
     pub create_limit_burst: u32,
 
-    /// Unfinished (open or active) matches one creator may have, across replicas.
+    /// Open matches (waiting for players) one creator may have, across replicas; started
+    /// matches do not count.
     #[arg(long, env = "MISSIVE_MAX_OPEN_MATCHES", default_value_t = 20)]
     pub max_open_matches: u32,
 
@@ -247,9 +248,15 @@ impl Connections {
     }
 }
 
-/// Turn deadlines and bot turns.
+/// Turn deadlines and bot turns, and how long an open match waits for players.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Turns {
+    /// Seconds an open match nobody joins stays open, counted from its last event (its
+    /// creation, or its last join or leave); then the server closes it (abandoned, expired).
+    /// 0: open matches never expire.
+    #[arg(long, env = "MISSIVE_OPEN_MATCH_EXPIRY_SECS", default_value_t = 7 * 24 * 3_600)]
+    pub open_match_expiry_secs: u64,
+
     /// Milliseconds between two looks for passed turn deadlines (bot turns this server
     /// creates are played at once).
     #[arg(long, env = "MISSIVE_TURN_POLL_MS", default_value_t = 250)]
@@ -515,6 +522,11 @@ impl Turns {
 
     pub fn lease(&self) -> Duration {
         Duration::from_secs(self.turn_lease_secs.max(1))
+    }
+
+    /// How long an open match waits for a join; `None`: forever.
+    pub fn open_match_expiry(&self) -> Option<Duration> {
+        (self.open_match_expiry_secs > 0).then(|| Duration::from_secs(self.open_match_expiry_secs))
     }
 }
 

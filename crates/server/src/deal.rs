@@ -100,7 +100,7 @@ impl Holders {
                     *slot = None;
                 }
             }
-            Event::Action { .. } | Event::Timeout { .. } => {}
+            Event::Action { .. } | Event::Timeout { .. } | Event::Closed { .. } => {}
         }
         Ok(())
     }

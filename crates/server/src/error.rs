@@ -35,10 +35,12 @@ pub enum Rule {
     AlreadySeated,
     /// A rematch of a match still under way.
     MatchNotOver,
+    /// Cancelling a match that has started.
+    MatchStarted,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::MatchNotOpen,
         Rule::SeatTaken,
         Rule::MatchFull,
@@ -51,6 +53,7 @@ impl Rule {
         Rule::RulesVersionUnavailable,
         Rule::AlreadySeated,
         Rule::MatchNotOver,
+        Rule::MatchStarted,
     ];
 
     /// The code clients see.
@@ -68,6 +71,7 @@ impl Rule {
             Rule::RulesVersionUnavailable => "rules-version-unavailable",
             Rule::AlreadySeated => "already-seated",
             Rule::MatchNotOver => "match-not-over",
+            Rule::MatchStarted => "match-started",
         }
     }
 }

@@ -17,6 +17,18 @@ pub mod kinds {
     pub const LEFT: &str = "left";
     /// A turn deadline passed and the server played the default action for the seat.
     pub const TIMEOUT: &str = "timeout";
+    /// An open match was closed before it started: cancelled by its creator, or expired.
+    pub const CLOSED: &str = "closed";
+}
+
+/// Why an open match was closed, as its `closed` event stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CloseReason {
+    /// Its creator cancelled it.
+    Cancelled,
+    /// Nobody joined it for the server's expiry time.
+    Expired,
 }
 
 /// The creation record: the first event of every match, shared by creation, history, the
@@ -79,6 +91,11 @@ pub enum Event {
     Left {
         seat: u8,
     },
+    /// The open match was closed before it started; the server's doing or its creator's, so
+    /// no seat acts in it.
+    Closed {
+        reason: CloseReason,
+    },
 }
 
 /// A join's payload; written from borrowed strings, read into owned ones.
@@ -102,6 +119,12 @@ struct Seat {
     seat: u8,
 }
 
+/// A closure's payload.
+#[derive(Serialize, Deserialize)]
+struct Closed {
+    reason: CloseReason,
+}
+
 impl Event {
     /// The stored kind.
     pub fn kind(&self) -> &'static str {
@@ -111,13 +134,14 @@ impl Event {
             Event::Action { .. } => kinds::ACTION,
             Event::Timeout { .. } => kinds::TIMEOUT,
             Event::Left { .. } => kinds::LEFT,
+            Event::Closed { .. } => kinds::CLOSED,
         }
     }
 
-    /// The seat the event is about (none for a creation).
+    /// The seat the event is about (none for a creation or a closure).
     pub fn seat(&self) -> Option<u8> {
         match self {
-            Event::Created(_) => None,
+            Event::Created(_) | Event::Closed { .. } => None,
             Event::Joined { seat, .. }
             | Event::Action { seat, .. }
             | Event::Timeout { seat, .. }
@@ -145,11 +169,13 @@ impl Event {
                 })
             }
             Event::Left { seat } => serde_json::to_value(Seat { seat: *seat }),
+            Event::Closed { reason } => serde_json::to_value(Closed { reason: *reason }),
         };
         value.expect("an event's payload is plain JSON")
     }
 
-    /// The event to append: a timeout is the server's doing, so it has no actor.
+    /// The event to append: a timeout is the server's doing, so it has no actor; nor has a
+    /// closure, which no seat makes.
     pub fn to_new(
         &self,
         request_id: Option<String>,
@@ -158,7 +184,7 @@ impl Event {
         NewEvent {
             kind: self.kind().to_owned(),
             actor: match self {
-                Event::Created(_) | Event::Timeout { .. } => None,
+                Event::Created(_) | Event::Timeout { .. } | Event::Closed { .. } => None,
                 _ => self.seat(),
             },
             request_id,
@@ -196,6 +222,9 @@ impl Event {
             }
             kinds::LEFT => Event::Left {
                 seat: read::<Seat>(payload)?.seat,
+            },
+            kinds::CLOSED => Event::Closed {
+                reason: read::<Closed>(payload)?.reason,
             },
             other => return Err(format!("unknown event kind {other:?}")),
         })
@@ -251,6 +280,8 @@ mod tests {
         );
         round_trip("timeout", json!({"seat": 1, "action": "pass"}));
         round_trip("left", json!({"seat": 3}));
+        round_trip("closed", json!({"reason": "cancelled"}));
+        round_trip("closed", json!({"reason": "expired"}));
     }
 
     #[test]
@@ -259,6 +290,8 @@ mod tests {
         assert!(Event::parse("action", &json!({"action": 1})).is_err());
         assert!(Event::parse("left", &json!({"seat": 300})).is_err());
         assert!(Event::parse("renamed", &json!({})).is_err());
+        assert!(Event::parse("closed", &json!({})).is_err());
+        assert!(Event::parse("closed", &json!({"reason": "bored"})).is_err());
     }
 
     #[test]
@@ -275,5 +308,9 @@ mod tests {
         };
         assert_eq!(action.to_new(Some("r".into()), at).actor, Some(1));
         assert_eq!(Event::Left { seat: 2 }.to_new(None, at).actor, Some(2));
+        let closed = Event::Closed {
+            reason: CloseReason::Cancelled,
+        };
+        assert_eq!(closed.to_new(None, at).actor, None);
     }
 }

@@ -260,6 +260,17 @@ impl Missive for Grpc {
         Ok(response)
     }
 
+    async fn get_audit_keys(
+        &self,
+        request: Request<pb::GetAuditKeysRequest>,
+    ) -> Result<Response<pb::GetAuditKeysResponse>, Status> {
+        Ok(Response::new(
+            self.service
+                .bounded(self.service.get_audit_keys(request.into_inner()))
+                .await?,
+        ))
+    }
+
     async fn get_match(
         &self,
         request: Request<pb::GetMatchRequest>,
@@ -269,6 +280,13 @@ impl Missive for Grpc {
                 .bounded(self.service.get_match(request.into_inner()))
                 .await?,
         ))
+    }
+
+    async fn list_games(
+        &self,
+        request: Request<pb::ListGamesRequest>,
+    ) -> Result<Response<pb::ListGamesResponse>, Status> {
+        Ok(Response::new(self.service.list_games(request.into_inner())))
     }
 
     async fn list_matches(
@@ -291,6 +309,19 @@ impl Missive for Grpc {
         Ok(Response::new(
             self.service
                 .bounded_write(move |s| async move { s.leave_match(&caller, request).await })
+                .await?,
+        ))
+    }
+
+    async fn cancel_match(
+        &self,
+        request: Request<pb::CancelMatchRequest>,
+    ) -> Result<Response<pb::CancelMatchResponse>, Status> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        Ok(Response::new(
+            self.service
+                .bounded_write(move |s| async move { s.cancel_match(&caller, request).await })
                 .await?,
         ))
     }

@@ -164,6 +164,15 @@ fn query_limit(query: &HashMap<String, String>) -> ApiResult<u32> {
     })
 }
 
+/// The catalogue is the same for every caller and changes only with the server's version:
+/// caches may keep it for an hour.
+async fn list_games(State(service): State<AppState>) -> impl IntoResponse {
+    (
+        [(header::CACHE_CONTROL, "public, max-age=3600")],
+        Reply(service.list_games(pb::ListGamesRequest {})),
+    )
+}
+
 async fn get_match(
     State(service): State<AppState>,
     Path(id): Path<String>,
@@ -171,6 +180,16 @@ async fn get_match(
     Ok(Reply(
         service
             .bounded(service.get_match(pb::GetMatchRequest { match_id: id }))
+            .await?,
+    ))
+}
+
+async fn get_audit_keys(
+    State(service): State<AppState>,
+) -> ApiResult<Reply<pb::GetAuditKeysResponse>> {
+    Ok(Reply(
+        service
+            .bounded(service.get_audit_keys(pb::GetAuditKeysRequest {}))
             .await?,
     ))
 }
@@ -281,6 +300,20 @@ async fn leave_match(
     Ok(Reply(
         service
             .bounded_write(move |s| async move { s.leave_match(&caller, request).await })
+            .await?,
+    ))
+}
+
+async fn cancel_match(
+    State(service): State<AppState>,
+    Path(id): Path<String>,
+    caller: Caller,
+    ProtoJson(mut request): ProtoJson<pb::CancelMatchRequest>,
+) -> ApiResult<Reply<pb::CancelMatchResponse>> {
+    same_match(id, &mut request.match_id)?;
+    Ok(Reply(
+        service
+            .bounded_write(move |s| async move { s.cancel_match(&caller, request).await })
             .await?,
     ))
 }
@@ -511,11 +544,14 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
         "GetHistory" => on(filter, get_history),
         "WatchMatch" => on(filter, watch_match),
         "LeaveMatch" => on(filter, leave_match),
+        "CancelMatch" => on(filter, cancel_match),
         "SetWebhook" => on(filter, set_webhook),
         "RemoveWebhook" => on(filter, remove_webhook),
         "GetWebhook" => on(filter, get_webhook),
         "ListMyMatches" => on(filter, list_my_matches),
         "Rematch" => on(filter, rematch),
+        "ListGames" => on(filter, list_games),
+        "GetAuditKeys" => on(filter, get_audit_keys),
         other => unreachable!("the route table names {other}, which has no handler"),
     }
 }

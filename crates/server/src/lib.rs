@@ -17,6 +17,7 @@ pub mod config;
 pub mod deal;
 pub mod error;
 pub mod events;
+pub mod expiry;
 pub mod fanout;
 pub mod games;
 pub mod grpc;
@@ -62,6 +63,7 @@ pub async fn build_service(config: &Config) -> anyhow::Result<Arc<Service>> {
             identity: identity::Verifier::from_config(&config.identity)
                 .context("configuring player tokens")?
                 .map(Arc::new),
+            open_match_expiry: config.turns.open_match_expiry(),
         },
     )))
 }
@@ -128,6 +130,10 @@ pub async fn run(
         };
         tokio::spawn(archiver::run(service.clone(), work, stopped()))
     });
+    // Open matches nobody joins are closed by whichever replica finds them first.
+    let expirer = service
+        .open_match_expiry()
+        .map(|after| tokio::spawn(expiry::run(service.clone(), after, stopped())));
     let http_task = tokio::spawn(http::serve(config, service, limiter, http, stopped()));
     let servers = async {
         let (g, h, t) = tokio::join!(grpc_task, http_task, turns_task);
@@ -153,6 +159,9 @@ pub async fn run(
     housekeeping.abort();
     if let Some(archiver) = archiver {
         archiver.abort();
+    }
+    if let Some(expirer) = expirer {
+        expirer.abort();
     }
     if let Some(fanout) = fanout {
         fanout.abort();

@@ -22,9 +22,17 @@ pub const MAX_PAGE_TOKEN: usize = 64;
 pub const MAX_STRATEGY: usize = 32;
 /// The most of a refused value an error message repeats, in characters.
 pub const MAX_SHOWN: usize = 40;
+/// The page size of ListMatches when the request names none, and the largest served.
+pub const LIST_MATCHES_DEFAULT: u32 = 50;
+pub const LIST_MATCHES_MAX: u32 = 200;
+/// The page size of ListMyMatches when the request names none, and the largest served.
+pub const MY_MATCHES_DEFAULT: u32 = 20;
+pub const MY_MATCHES_MAX: u32 = 100;
+/// The most deliveries GetWebhook lists.
+pub const RECENT_DELIVERIES: u32 = 50;
 /// Request ids the server gives its own moves, the joins it stores and the rematches it
 /// creates; refused from clients.
-const SERVER_REQUEST_PREFIXES: [&str; 4] = ["bot:", "timeout:", "join:", "rematch:"];
+pub const SERVER_REQUEST_PREFIXES: [&str; 4] = ["bot:", "timeout:", "join:", "rematch:"];
 /// The longest invite code accepted (codes are 32 hex digits).
 pub const MAX_INVITE_CODE: usize = 64;
 

@@ -1,7 +1,7 @@
 //! Per-client limits on what the API may be asked: a rate of requests on every RPC, a stricter
 //! rate of match creations (each bot seat asked for counts as one more), concurrent watch
 //! streams per client and per server; and, in `service/create.rs`, a cap on a creator's
-//! unfinished matches. Over a limit the answer is RESOURCE_EXHAUSTED: HTTP 429 with
+//! open matches. Over a limit the answer is RESOURCE_EXHAUSTED: HTTP 429 with
 //! `Retry-After`, gRPC with a `google.rpc.RetryInfo` in the status details (`error.rs`).
 //!
 //! Clients are told apart by [`ClientKey`], derived once per request by [`client_key`]: the
@@ -246,7 +246,7 @@ pub struct Settings {
     pub creates_per_min: u32,
     /// …and at once.
     pub create_burst: u32,
-    /// Unfinished matches one creator may have.
+    /// Open matches (waiting for players) one creator may have.
     pub max_open_matches: u32,
     /// Watch streams one client may hold open on this server.
     pub max_watches_per_client: u32,
@@ -257,7 +257,7 @@ pub struct Settings {
 
 /// How long a refused watch is told to wait: streams end when matches do or clients leave.
 const WATCH_RETRY: Duration = Duration::from_secs(5);
-/// How long a creation refused for too many unfinished matches is told to wait.
+/// How long a creation refused for too many open matches is told to wait.
 pub const OPEN_MATCHES_RETRY: Duration = Duration::from_secs(60);
 
 /// The limits' state: the rate counters per key and the open watch streams.
@@ -368,13 +368,22 @@ impl Limiter {
         ))
     }
 
-    /// The refusal of a creation by a creator with `max_open_matches` unfinished matches.
-    pub fn too_many_open_matches(&self) -> ApiError {
+    /// The refusal of a creation by a creator with `max_open_matches` open matches: it says
+    /// what the player can do (cancel one, or wait for one to fill or, when open matches
+    /// expire after `expiry`, to expire), not which setting to change.
+    pub fn too_many_open_matches(&self, expiry: Option<Duration>) -> ApiError {
         crate::metrics::record_limited("open_matches");
+        let wait = match expiry {
+            Some(expiry) => format!(
+                "or wait until one fills or expires (after {} without a join)",
+                in_words(expiry)
+            ),
+            None => "or wait until one fills".to_owned(),
+        };
         exhausted(
             format!(
-                "open match cap: this client already has {} unfinished matches \
-                 (MISSIVE_MAX_OPEN_MATCHES); finish or leave one first",
+                "open match cap: you already have {} matches waiting for players; cancel one \
+                 (CancelMatch, with the cancel token its creation returned), {wait}",
                 self.settings.max_open_matches
             ),
             OPEN_MATCHES_RETRY,
@@ -435,6 +444,18 @@ impl Limiter {
             .map(|l| l.len())
             .sum()
     }
+}
+
+/// A duration in the largest whole unit that states it exactly: `7 days`, `90 minutes`.
+fn in_words(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    let (n, unit) = match secs {
+        s if s > 0 && s % 86_400 == 0 => (s / 86_400, "day"),
+        s if s > 0 && s % 3_600 == 0 => (s / 3_600, "hour"),
+        s if s > 0 && s % 60 == 0 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Whole seconds to wait, rounded up, at least 1: what `Retry-After` says.
@@ -813,6 +834,29 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         limiter.housekeeping();
         assert_eq!(limiter.tracked_clients(), 0);
+    }
+
+    #[test]
+    fn the_open_match_refusal_says_what_to_do_and_names_no_setting() {
+        let limiter = Limiter::new(Settings {
+            max_open_matches: 20,
+            ..Settings::default()
+        });
+        let week = limiter
+            .too_many_open_matches(Some(Duration::from_secs(7 * 86_400)))
+            .to_string();
+        assert!(week.contains("20 matches waiting for players"), "{week}");
+        assert!(week.contains("CancelMatch"), "{week}");
+        assert!(week.contains("expires (after 7 days"), "{week}");
+        let never = limiter.too_many_open_matches(None).to_string();
+        assert!(!never.contains("expire"), "{never}");
+        for message in [week, never] {
+            assert!(!message.contains("MISSIVE_"), "{message}");
+            assert!(!message.contains("--"), "{message}");
+        }
+        assert_eq!(in_words(Duration::from_secs(90 * 60)), "90 minutes");
+        assert_eq!(in_words(Duration::from_secs(1)), "1 second");
+        assert_eq!(in_words(Duration::from_secs(3_600)), "1 hour");
     }
 
     #[test]

@@ -32,6 +32,18 @@ pub struct Param {
     pub about: &'static str,
 }
 
+/// The bearer token an operation that takes one (`authed`) reads: a seat token, or a player
+/// token (a JWT) that stands for the seat bound to its player (docs/API.md, "Authorisation").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    /// Either may be sent; without one the caller is a spectator.
+    Optional,
+    /// One of them is required: the operation acts as a seat.
+    Seat,
+    /// A player token is required.
+    Player,
+}
+
 /// One operation over HTTP.
 #[derive(Debug, Clone, Copy)]
 pub struct Route {
@@ -48,8 +60,11 @@ pub struct Route {
     pub query: &'static [Param],
     /// The status of a success.
     pub success: u16,
-    /// Whether a seat token may be sent (and for some operations must be).
+    /// Whether a seat token may be sent (and for some operations must be); without, only a
+    /// player token is read, and none is needed.
     pub authed: bool,
+    /// Which token an `authed` operation needs.
+    pub token: Token,
     /// Whether the answer is a stream of responses (Server-Sent Events).
     pub stream: bool,
 }
@@ -77,6 +92,7 @@ const fn route(method: Method, path: &'static str, rpc: &'static str) -> Route {
         query: &[],
         success: 200,
         authed: true,
+        token: Token::Optional,
         stream: false,
     }
 }
@@ -127,6 +143,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         summary: "Play an action as the token's seat",
         body: true,
+        token: Token::Seat,
         ..route(Method::Post, "/v1/matches/{id}/act", "Act")
     },
     Route {
@@ -155,20 +172,31 @@ pub const ROUTES: &[Route] = &[
     Route {
         summary: "Give up the token's seat",
         body: true,
+        token: Token::Seat,
         ..route(Method::Post, "/v1/matches/{id}/leave", "LeaveMatch")
+    },
+    Route {
+        summary: "Cancel an open match, with its cancel token (or its creator's player token)",
+        body: true,
+        // The cancel token travels in the body; a seat token is no use here.
+        authed: false,
+        ..route(Method::Post, "/v1/matches/{id}/cancel", "CancelMatch")
     },
     Route {
         summary: "Register or replace the token's seat's \"your turn\" webhook; returns its signing secret once",
         body: true,
+        token: Token::Seat,
         ..route(Method::Put, "/v1/matches/{id}/webhook", "SetWebhook")
     },
     Route {
         operation: "RemoveWebhook",
         summary: "Remove the token's seat's webhook",
+        token: Token::Seat,
         ..route(Method::Delete, "/v1/matches/{id}/webhook", "SetWebhook")
     },
     Route {
         summary: "The token's seat's webhook and its recent deliveries",
+        token: Token::Seat,
         ..route(Method::Get, "/v1/matches/{id}/webhook", "GetWebhook")
     },
     Route {
@@ -186,12 +214,24 @@ pub const ROUTES: &[Route] = &[
             },
             PAGE_TOKEN,
         ],
+        token: Token::Player,
         ..route(Method::Get, "/v1/me/matches", "ListMyMatches")
     },
     Route {
         summary: "The rematch of a match that is over: takes the caller's seat in it",
         body: true,
+        token: Token::Seat,
         ..route(Method::Post, "/v1/matches/{id}/rematch", "Rematch")
+    },
+    Route {
+        summary: "The games this server plays: editions, seats, options, bots, rules versions, cards and their texts",
+        authed: false,
+        ..route(Method::Get, "/v1/games", "ListGames")
+    },
+    Route {
+        summary: "The public keys audit heads are signed with",
+        authed: false,
+        ..route(Method::Get, "/v1/audit/keys", "GetAuditKeys")
     },
 ];
 

@@ -154,6 +154,10 @@ impl Table {
     /// [`Table::apply`], telling a refused action from an event that cannot be read (for a
     /// verifier, which must say which).
     pub fn replay(&mut self, seq: u64, event: &Event) -> Result<Observations, Replay> {
+        // A closed match is never dealt: its closure tells the rules nothing.
+        if let Event::Closed { .. } = event {
+            return Ok(Vec::new());
+        }
         if let Some(pending) = self.undealt.as_mut() {
             pending.holders.note(seq, event)?;
             if let Some(nonces) = pending.holders.all() {
@@ -172,7 +176,10 @@ impl Table {
             }
             // Dealt at creation: the first deal is the creation's news.
             Event::Created(_) if self.dealt() => Ok(self.state.setup_observations()),
-            Event::Created(_) | Event::Joined { .. } | Event::Left { .. } => Ok(Vec::new()),
+            Event::Created(_)
+            | Event::Joined { .. }
+            | Event::Left { .. }
+            | Event::Closed { .. } => Ok(Vec::new()),
         }
     }
 
@@ -334,6 +341,10 @@ mod tests {
     impl<const OLDEST: u32, const NEWEST: u32> Strategies for Demo<OLDEST, NEWEST> {}
 
     impl<const OLDEST: u32, const NEWEST: u32> ProtoGame for Demo<OLDEST, NEWEST> {
+        fn info() -> pb::GameInfo {
+            LoveLetter::info()
+        }
+
         fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Self::Config, String>> {
             LoveLetter::options_from_proto(options)
         }

@@ -9,6 +9,7 @@
 
 (function () {
   const Games = window.MissiveGames;
+  const { present, raw, useCatalogue } = window.MissiveKit;
   const app = document.getElementById("app");
 
   // ---- small helpers ----------------------------------------------------------------------
@@ -100,11 +101,23 @@
       data.at = new Date().toISOString();
       seats.put(id, data);
     },
+    invites(id, list) {
+      const data = seats.get(id);
+      data.invites = Object.fromEntries(list.map((i) => [i.seat ?? 0, i.code]));
+      data.at = data.at || new Date().toISOString();
+      seats.put(id, data);
+    },
+    cancelToken(id, token) {
+      const data = seats.get(id);
+      data.cancel = token;
+      data.at = data.at || new Date().toISOString();
+      seats.put(id, data);
+    },
     remove(id, seat) {
       const data = seats.get(id);
       delete data.seats[seat];
       if (data.current === seat) data.current = Object.keys(data.seats).map(Number)[0];
-      if (Object.keys(data.seats).length) seats.put(id, data);
+      if (Object.keys(data.seats).length || data.invites || data.cancel) seats.put(id, data);
       else localStorage.removeItem(PREFIX + id);
     },
     all() {
@@ -117,6 +130,71 @@
     },
   };
 
+  // ---- signing in: a player token (a JWT) from the game's own backend ----------------------
+  //
+  // Optional. Signed in, a join binds the seat to the player, the page acts with the player
+  // token where this browser holds no seat token, and the home page lists the player's matches
+  // from the server (ListMyMatches) rather than from this browser's memory.
+
+  const PLAYER_TOKEN = "missive.playerToken";
+  const playerToken = () => localStorage.getItem(PLAYER_TOKEN);
+
+  /** The name a player token carries (its `name`, else its `sub`), read without checking it:
+   *  the server checks it on every call. */
+  function tokenName(jwt) {
+    try {
+      const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const bytes = Uint8Array.from(atob(part), (c) => c.charCodeAt(0));
+      const claims = JSON.parse(new TextDecoder().decode(bytes));
+      return claims.name || claims.sub || "player";
+    } catch (_) {
+      return "player";
+    }
+  }
+
+  function signInPanel() {
+    const box = h("div", { class: "panel", id: "signin" });
+    const jwt = playerToken();
+    if (!jwt) {
+      const field = h("input", { id: "player-token", placeholder: "player token (JWT)", autocomplete: "off" });
+      const err = h("div");
+      const submit = async (ev) => {
+        ev.preventDefault();
+        const token = field.value.trim();
+        if (!token) return;
+        try {
+          await api("GET", "/v1/me/matches?limit=1", { token }); // refused unless the server takes it
+          localStorage.setItem(PLAYER_TOKEN, token);
+          home();
+        } catch (e) {
+          err.replaceChildren(h("p", { class: "error" }, `This token is refused: ${e.message}`));
+        }
+      };
+      box.append(h("details", {}, h("summary", {}, "Sign in with a player token (optional)"),
+        h("p", { class: "muted small" }, "If the game's site gave you a player token, paste it here: your seats follow you to any device, and your matches are listed below."),
+        h("form", { class: "row", onsubmit: submit }, field, h("button", { type: "submit", id: "signin-button" }, "Sign in")), err));
+      return box;
+    }
+    const inbox = h("ul", { class: "matches", id: "inbox" }, h("li", { class: "muted" }, "…"));
+    box.append(
+      h("div", { class: "row" }, h("h2", {}, "My matches"),
+        h("span", { class: "muted small", id: "signed-in" }, `signed in as ${tokenName(jwt)}`),
+        h("button", { class: "secondary", type: "button", id: "signout", onclick: () => { localStorage.removeItem(PLAYER_TOKEN); home(); } }, "Sign out")),
+      inbox);
+    api("GET", "/v1/me/matches?limit=50", { token: jwt }).then((res) => {
+      const list = res.matches || [];
+      inbox.replaceChildren(...(list.length ? list.map((m) => {
+        const info = m.match || {};
+        return h("li", { dataset: { match: info.matchId } },
+          h("a", { href: `#/m/${info.matchId}` }, `${Games[info.kind]?.name || info.kind} ${String(info.matchId).slice(0, 8)}`),
+          " ", h("span", { class: "muted small" }, `seat ${num(m.seat)} · ${statusText(info.status)}`),
+          m.yourTurn ? h("span", { class: "badge turn" }, "your turn") : null,
+          m.deadline ? h("span", { class: "muted small" }, ` due ${new Date(m.deadline).toLocaleString()}`) : null);
+      }) : [h("li", { class: "muted" }, "No match yet: seats you take while signed in are listed here.")]));
+    }).catch((e) => inbox.replaceChildren(h("li", { class: "error" }, e.message)));
+    return box;
+  }
+
   // ---- routing ----------------------------------------------------------------------------
 
   let current = null; // the open match page, so leaving it stops its stream
@@ -124,9 +202,10 @@
   function route() {
     if (current) current.close();
     current = null;
-    const m = location.hash.match(/^#\/m\/([0-9a-fA-F-]{36})/);
+    // A match's page; an invitation's link adds the invite code for its seat.
+    const m = location.hash.match(/^#\/m\/([0-9a-fA-F-]{36})(?:\/invite\/([0-9a-fA-F]{32}))?/);
     if (m) {
-      current = new MatchPage(m[1]);
+      current = new MatchPage(m[1], m[2]);
       current.start();
     } else {
       home();
@@ -164,6 +243,7 @@
           h("label", {}, `seat ${seat}`,
             h("select", { class: "bot", dataset: { seat } },
               h("option", { value: "" }, "player"),
+              h("option", { value: "invite" }, "invited friend"),
               h("option", { value: "random" }, "bot: random"),
               g.counting ? h("option", { value: "counting" }, "bot: counting") : null))));
       botsBox.querySelectorAll("select").forEach((s, i) => { if (kept[i] && s.querySelector(`option[value="${kept[i]}"]`)) s.value = kept[i]; });
@@ -176,11 +256,14 @@
       err.replaceChildren();
       const g = Games[kind.value];
       const name = player.value.trim();
-      const bots = Array.from(botsBox.querySelectorAll("select"))
-        .filter((s) => s.value)
+      const chosen = Array.from(botsBox.querySelectorAll("select"));
+      const bots = chosen.filter((s) => s.value && s.value !== "invite")
         .map((s) => ({ seat: num(s.dataset.seat), strategy: s.value }));
-      const humans = num(seatCount.value) - bots.length;
-      if (joinSelf.checked && humans > 0 && !name) {
+      const inviteSeats = chosen.filter((s) => s.value === "invite").map((s) => num(s.dataset.seat));
+      // The seats anyone may take: a join without a code never takes an invited one.
+      const humans = num(seatCount.value) - bots.length - inviteSeats.length;
+      const signedIn = Boolean(playerToken());
+      if (joinSelf.checked && humans > 0 && !name && !signedIn) {
         err.replaceChildren(h("p", { class: "error" }, "Give your name to take a seat."));
         return;
       }
@@ -189,6 +272,7 @@
         seatCount: num(seatCount.value),
         options: g.readOptions(optionsBox),
         bots,
+        inviteSeats,
       };
       if (timeout.value) request.turnTimeoutSecs = num(timeout.value) * num(timeoutUnit.value);
       const button = ev.submitter;
@@ -196,8 +280,12 @@
       try {
         const created = await api("POST", "/v1/matches", { body: request });
         const id = created.match.matchId;
+        // Invite codes are shown once: keep them with the match, for its page to hand out.
+        if ((created.invites || []).length) seats.invites(id, created.invites);
+        // So is the cancel token: with it the creator can call the match off while it is open.
+        if (created.cancelToken) seats.cancelToken(id, created.cancelToken);
         if (joinSelf.checked && humans > 0) {
-          localStorage.setItem("missive.player", name);
+          if (name) localStorage.setItem("missive.player", name);
           await joinMatch(id, name, created.match.kind);
         }
         location.hash = `#/m/${id}`;
@@ -226,8 +314,9 @@
           h("p", {}, h("button", { type: "submit", id: "create-button" }, "Create match")),
           err),
         h("div", {},
+          signInPanel(),
           h("div", { class: "panel" },
-            h("h2", {}, "Your matches"),
+            h("h2", {}, "Your matches in this browser"),
             mine.length
               ? h("ul", { class: "matches" }, mine.map((m) =>
                 h("li", {}, h("a", { href: `#/m/${m.id}` }, `${Games[m.kind]?.name || m.kind || "match"} ${m.id.slice(0, 8)}`),
@@ -244,27 +333,35 @@
     }).catch((e) => open.replaceChildren(h("li", { class: "error" }, e.message)));
   }
 
-  async function joinMatch(id, player, kind, seat) {
-    const body = { player, requestId: uuid(), nonce: randomHex(16) };
+  /** Takes a seat; signed in, the seat is bound to the player (the token's name, unless one
+   *  is given). */
+  async function joinMatch(id, player, kind, seat, inviteCode) {
+    const body = { requestId: uuid(), nonce: randomHex(16) };
+    if (player) body.player = player;
     if (seat !== undefined) body.seat = seat;
+    if (inviteCode) body.inviteCode = inviteCode;
+    const token = playerToken() || undefined;
     let res;
     try {
-      res = await api("POST", `/v1/matches/${id}/join`, { body });
+      res = await api("POST", `/v1/matches/${id}/join`, { body, token });
     } catch (e) {
       // A lost answer: the same request id answers the same seat and token.
       if (e instanceof ApiError) throw e;
       await sleep(500);
-      res = await api("POST", `/v1/matches/${id}/join`, { body });
+      res = await api("POST", `/v1/matches/${id}/join`, { body, token });
     }
-    seats.add(id, res.seat ?? 0, res.seatToken, player, kind || res.match?.kind);
+    const seated = res.seat ?? 0;
+    const name = (res.match?.seats || res.view?.match?.seats || []).find((s) => (s.seat ?? 0) === seated)?.player;
+    seats.add(id, seated, res.seatToken, player || name || "me", kind || res.match?.kind);
     return res;
   }
 
   // ---- a match -----------------------------------------------------------------------------
 
   class MatchPage {
-    constructor(id) {
+    constructor(id, invite) {
       this.id = id;
+      this.invite = invite || null; // the invite code of the link that opened the page
       this.view = null;
       this.entries = [];
       this.history = null;
@@ -279,10 +376,16 @@
       return seats.get(this.id);
     }
 
-    get token() {
+    get seatToken() {
       const held = this.held;
       const seat = held.seats[held.current];
       return seat ? seat.token : null;
+    }
+
+    /** This browser's seat token for the match, else the signed-in player's token (which
+     *  is a spectator's where the player holds no seat). */
+    get token() {
+      return this.seatToken || playerToken();
     }
 
     close() {
@@ -308,9 +411,10 @@
         res = await api("GET", `/v1/matches/${this.id}/view`, { token });
       } catch (e) {
         if (e.status !== 401 || !token) throw e;
-        // The token no longer holds the seat (left before the start): forget it.
-        const held = this.held;
-        seats.remove(this.id, held.current);
+        // The token no longer holds the seat (left before the start), or the player token
+        // has expired: forget it.
+        if (this.seatToken) seats.remove(this.id, this.held.current);
+        else localStorage.removeItem(PLAYER_TOKEN);
         token = this.token;
         res = await api("GET", `/v1/matches/${this.id}/view`, { token });
       }
@@ -460,9 +564,11 @@
 
     async join(player, seat) {
       try {
-        localStorage.setItem("missive.player", player);
-        await joinMatch(this.id, player, this.view.match.kind, seat);
-        this.restart();
+        if (player) localStorage.setItem("missive.player", player);
+        await joinMatch(this.id, player, this.view.match.kind, seat, this.invite);
+        // An invitation is used once: the page goes on without its code.
+        if (this.invite) location.hash = `#/m/${this.id}`;
+        else this.restart();
       } catch (e) {
         this.error = e.message;
         this.render();
@@ -504,7 +610,7 @@
       const game = Games[match.kind];
       const held = this.held;
       // A view for a token is that token's seat, even if a seat 0 were left out of the JSON.
-      const mySeat = view.seat ?? (this.token ? num(held.current) : undefined);
+      const mySeat = view.seat ?? (this.seatToken ? num(held.current) : undefined);
       const ctx = { h, view, seat: mySeat, name: (s) => this.playerName(s), game: view.game?.[game?.field] };
       document.title = `${game ? game.name : match.kind} · Missive`;
       const awaiting = (view.awaiting || []).map((s) => s ?? 0);
@@ -533,10 +639,19 @@
             this.over ? null : h("span", { id: "live", class: this.live ? "ok small" : "muted small" }, this.live ? "● live" : "○ connecting"),
             match.fixedDeck ? h("span", { class: "badge out" }, "fixed deck") : null),
           h("div", { class: "row share" },
-            h("label", {}, "Invite link", h("input", { id: "share-link", readonly: true, value: share, onfocus: (e) => e.target.select() })),
-            h("button", { class: "secondary", type: "button", onclick: () => navigator.clipboard?.writeText(share) }, "Copy"),
+            // Once every seat is taken the link only brings spectators: it shrinks to a button.
+            match.status === "MATCH_STATUS_OPEN"
+              ? h("label", {}, "Invite link", h("input", { id: "share-link", readonly: true, value: share, onfocus: (e) => e.target.select() }))
+              : null,
+            h("button", { class: "secondary", type: "button", id: "copy-link", onclick: () => navigator.clipboard?.writeText(share) }, match.status === "MATCH_STATUS_OPEN" ? "Copy" : "Copy the match's link"),
             game ? h("span", { class: "muted small" }, game.describeOptions(match.options?.[game.field] || {})) : null,
             match.turnTimeoutSecs ? h("span", { class: "muted small" }, `turn deadline ${duration(match.turnTimeoutSecs)}`) : null),
+          match.status === "MATCH_STATUS_OPEN" ? this.invitesBlock(freeSeats) : null,
+          match.status === "MATCH_STATUS_OPEN" && this.held.cancel
+            ? h("div", { class: "row" },
+              h("button", { class: "secondary", type: "button", id: "cancel-match", onclick: () => this.cancel() }, "Cancel this match"),
+              h("span", { class: "muted small" }, "Nobody has to wait for it any more; it no longer counts among your open matches."))
+            : null,
           h("div", { class: "seats" },
             (match.seats || []).map((s) => {
               const seat = s.seat ?? 0;
@@ -561,11 +676,21 @@
 
       if (match.status === "MATCH_STATUS_OPEN") root.append(this.joinPanel(freeSeats, heldSeats.length > 0));
 
-      if (view.outcome || this.over) root.append(this.outcomePanel(ctx, game));
+      if (view.outcome || this.over) {
+        const outcome = this.outcomePanel(ctx, game);
+        if (this.over && mySeat !== undefined) {
+          outcome.append(h("div", { class: "row rematch" },
+            h("button", { type: "button", id: "rematch", onclick: (e) => { e.target.disabled = true; this.rematch(); } }, "Rematch"),
+            h("span", { class: "small muted" }, "The same game for the same players: it starts once each of them has clicked Rematch.")));
+        }
+        root.append(outcome);
+      }
 
       if (game && ctx.game) {
         root.append(h("div", { class: "panel", id: "table" }, game.table(ctx)));
       }
+      const rules = game?.rules?.(ctx);
+      if (rules) root.append(h("details", { class: "panel", id: "rules" }, h("summary", {}, `How ${game.name} plays: the rules and every card`), rules));
 
       const actions = view.legalActions || [];
       if (game && mySeat !== undefined && !this.over && match.status !== "MATCH_STATUS_OPEN") {
@@ -583,19 +708,66 @@
     }
 
     joinPanel(freeSeats, holdsOne) {
-      const name = h("input", { id: "join-name", placeholder: "your name", maxlength: 64, value: localStorage.getItem("missive.player") || "" });
-      const seat = h("select", { id: "join-seat" }, h("option", { value: "" }, "first free seat"), freeSeats.map((s) => h("option", { value: s }, `seat ${s}`)));
+      const invited = (this.view.match.invitedSeats || []).map((s) => s ?? 0);
+      // Without an invitation only the seats no one is invited to may be taken.
+      const open = freeSeats.filter((s) => !invited.includes(s));
+      const signedIn = Boolean(playerToken());
+      const name = h("input", { id: "join-name", placeholder: signedIn ? "as signed in" : "your name", maxlength: 64, value: localStorage.getItem("missive.player") || "" });
+      const seat = h("select", { id: "join-seat" }, h("option", { value: "" }, "first free seat"), open.map((s) => h("option", { value: s }, `seat ${s}`)));
       const submit = (ev) => {
         ev.preventDefault();
-        if (!name.value.trim()) return;
+        if (!name.value.trim() && !signedIn) return;
         ev.submitter && (ev.submitter.disabled = true);
-        this.join(name.value.trim(), seat.value === "" ? undefined : num(seat.value));
+        this.join(name.value.trim(), this.invite || seat.value === "" ? undefined : num(seat.value));
       };
+      const waiting = `Waiting for ${freeSeats.length} more player${freeSeats.length === 1 ? "" : "s"}; the match starts when every seat is taken.`;
+      if (!this.invite && !open.length) {
+        return h("div", { class: "panel", id: "join" }, h("p", { class: "muted small" }, `${waiting} The free seats are held for invited players: join through your invitation's link.`));
+      }
       return h("form", { class: "panel", id: "join", onsubmit: submit },
-        h("h2", {}, holdsOne ? "Take another seat (several players on this device)" : "Join this match"),
-        h("p", { class: "muted small" }, `Waiting for ${freeSeats.length} more player${freeSeats.length === 1 ? "" : "s"}; the match starts when every seat is taken. Share the invite link.`),
-        h("div", { class: "row" }, h("label", {}, "Name", name), h("label", {}, "Seat", seat),
+        h("h2", {}, this.invite ? "You are invited: join this match" : holdsOne ? "Take another seat (several players on this device)" : "Join this match"),
+        h("p", { class: "muted small" }, `${waiting} Share the match's link.`),
+        h("div", { class: "row" }, h("label", {}, "Name", name), this.invite ? null : h("label", {}, "Seat", seat),
           h("button", { type: "submit", id: "join-button" }, "Join")));
+    }
+
+    /** The links of the seats held for invited players, for the creator to hand out. */
+    invitesBlock(freeSeats) {
+      const codes = this.held.invites || {};
+      const links = freeSeats.filter((s) => codes[s]).map((s) => {
+        const link = `${location.origin}/#/m/${this.id}/invite/${codes[s]}`;
+        return h("label", {}, `Invitation for seat ${s} (send it to that friend only)`,
+          h("input", { id: `invite-${s}`, readonly: true, value: link, onfocus: (e) => e.target.select() }));
+      });
+      return links.length ? h("div", { class: "share invites" }, links) : null;
+    }
+
+    /** Calls the open match off with the cancel token its creation returned. */
+    async cancel() {
+      if (!confirm("Cancel this match? Nobody will be able to join it.")) return;
+      try {
+        await api("POST", `/v1/matches/${this.id}/cancel`, { body: { cancelToken: this.held.cancel, requestId: uuid() } });
+        const data = seats.get(this.id);
+        delete data.cancel;
+        seats.put(this.id, data);
+        await this.refreshView();
+      } catch (e) {
+        alert(e.message);
+      }
+    }
+
+    /** A rematch: the same game for the same seats. Every holder's click reaches the same one. */
+    async rematch() {
+      try {
+        const res = await api("POST", `/v1/matches/${this.id}/rematch`, { body: {}, token: this.token });
+        const id = res.match.matchId;
+        const mine = this.held.seats[this.held.current];
+        seats.add(id, res.seat ?? 0, res.seatToken, mine?.player || tokenName(playerToken() || ""), res.match.kind);
+        location.hash = `#/m/${id}`;
+      } catch (e) {
+        this.error = e.message;
+        this.render();
+      }
     }
 
     outcomePanel(ctx, game) {
@@ -628,13 +800,14 @@
         shown.add(`${group}\n${label}`);
         if (!groups.has(group)) groups.set(group, []);
         groups.get(group).push(h("button", {
-          class: "action", type: "button", disabled: this.busy, dataset: { index },
+          class: "action", type: "button", disabled: this.busy, dataset: { index, group },
           onclick: () => this.act(action),
         }, label));
       });
       for (const [group, buttons] of groups) {
-        // A long list (every rule change a Lopti proposal may make) stays folded until asked for.
-        if (buttons.length > 12) {
+        // A long list (every rule change a Lopti proposal may make) stays folded until asked
+        // for, unless it is all there is to choose from.
+        if (buttons.length > 12 && groups.size > 1) {
           buttons.forEach((b) => b.classList.add("folded"));
           panel.append(h("details", { class: "group" }, h("summary", {}, `${group || "More"} (${buttons.length} choices)`), buttons));
         } else {
@@ -662,11 +835,20 @@
       const panel = h("div", { class: "panel", id: "audit" }, h("h2", {}, "History and audit"));
       const commitment = audit.seedCommitment || this.view.match.seedCommitment;
       const seedCheck = h("span", { id: "seed-check", class: "muted" }, "checking…");
+      // The history as the server serves it, saved under the name the command reads (the API
+      // tests run this command, as printed, on the file this link downloads).
+      const auditUrl = `/v1/matches/${this.id}/history`;
+      const auditFile = `${this.id}.json`;
+      const verifyCommand = `missive verify ${auditFile}`;
+      const head = audit.head;
       panel.append(
         h("p", {}, "Seed commitment (published at creation): ", h("span", { class: "mono", id: "seed-commitment" }, commitment)),
         h("p", {}, "Revealed seed: ", h("span", { class: "mono", id: "seed" }, audit.seed || "(none)"), " ", seedCheck),
-        h("p", {}, `Rules version ${audit.rulesVersion ?? 0}. `, chainCheck(events), " ",
-          h("span", { class: "muted small" }, "To replay every action and shuffle, run "), h("code", {}, `missive history ${this.id} -o match.json && missive verify match.json`)));
+        h("p", {}, `Rules version ${audit.rulesVersion ?? 0}. `, chainCheck(events)),
+        head ? h("p", { id: "audit-head" }, `Head: the log ends at event ${num(head.version)}, hash `,
+          h("span", { class: "mono" }, (head.hash || "").slice(0, 16) + "…"), head.keyId ? `, signed by key ${head.keyId}.` : ".") : null,
+        h("p", {}, h("a", { href: auditUrl, download: auditFile, id: "audit-download" }, `Download the history (${auditFile})`),
+          h("span", { class: "muted small" }, ", then replay every action and shuffle with "), h("code", { id: "verify-command" }, verifyCommand)));
       sha256Hex(audit.seed).then((digest) => {
         if (digest === null) { seedCheck.textContent = "(this page cannot hash here: not a secure context)"; return; }
         const ok = digest === commitment;
@@ -723,7 +905,7 @@
       MATCH_STATUS_ACTIVE: "in play",
       MATCH_STATUS_FINISHED: "finished",
       MATCH_STATUS_ABANDONED: "abandoned",
-    }[status] || status;
+    }[status] || present(status) || "";
   }
 
   function duration(secs) {
@@ -743,7 +925,13 @@
       return `${ctx.name(e.timedOut.seat ?? 0)} ran out of time${a && game ? `: ${game.action(a, ctx).label}` : ""}.`;
     }
     if (e.game && game) return game.event(e.game[game.field] || {}, ctx);
-    return JSON.stringify(e);
+    if (e.closed) {
+      return {
+        CLOSE_REASON_CANCELLED: "Its creator cancelled the match before it started.",
+        CLOSE_REASON_EXPIRED: "The match expired: nobody joined it in time.",
+      }[e.closed.reason] || "The match was closed before it started.";
+    }
+    return raw(e);
   }
 
   function auditSummary(e, ctx, game) {
@@ -759,5 +947,7 @@
     return e.kind;
   }
 
-  route();
+  // The games' cards and their texts, once, before the first page: a page without them still
+  // works, showing cards by their ids.
+  api("GET", "/v1/games").then((res) => useCatalogue(res.games)).catch(() => {}).finally(route);
 })();

@@ -3,48 +3,64 @@
 // it; `field` is the game's key in the API's oneofs (`options.loveLetter`, `game.loveLetter`).
 //
 // Fields at their zero value may be missing from the JSON (seat 0 as `{}`), so every number is
-// read with a default.
+// read with a default. Responses also carry enums at their zero value, `…_UNSPECIFIED`, which
+// means "none" (no guess, no location, no rank): every enum is read through `present`, which
+// makes that value absent, so it is never shown as if it were one.
 "use strict";
 
 (function () {
   const num = (x) => Number(x ?? 0);
+  const present = (v) => (v && !String(v).endsWith("_UNSPECIFIED") ? v : undefined);
+  // What a game message this page does not know yet looks like, its enums' zero values left out.
+  const raw = (x) => JSON.stringify(x, (k, v) => (typeof v === "string" ? present(v) : v));
   const words = (s) => String(s).replace(/([A-Z])/g, " $1").toLowerCase();
   const title = (s) => String(s).split("-").map((w, i) => (i > 0 && ["von", "e"].includes(w) ? w : w.charAt(0).toUpperCase() + w.slice(1))).join(" ");
-  const enumName = (prefix, v) => (v ? String(v).replace(prefix, "").toLowerCase().replace(/_/g, " ") : "");
+  const enumName = (prefix, v) => (present(v) ? String(v).replace(prefix, "").toLowerCase().replace(/_/g, " ") : "");
   const list = (xs) => (xs || []).join(", ");
+
+  // Each game's GameInfo from ListGames, by kind: its cards and their texts (see `useCatalogue`).
+  const catalogue = {};
 
   // ---- Love Letter ------------------------------------------------------------------------
 
-  const LL_ROLES = {
-    spy: [0, "Spy", "Gains a token if the only one still in who played a Spy."],
-    guard: [1, "Guard", "Name a non-Guard role; if the target holds it, they are out."],
-    priest: [2, "Priest", "Look at another player's hand."],
-    baron: [3, "Baron", "Compare hands; the lower is out."],
-    handmaid: [4, "Handmaid", "Protected until your next turn."],
-    prince: [5, "Prince", "A player discards their hand and draws."],
-    chancellor: [6, "Chancellor", "Draw two, keep one, return two."],
-    king: [7, "King", "Trade hands with another player."],
-    countess: [8, "Countess", "Must be played with a King or Prince."],
-    princess: [9, "Princess", "Out if you play or discard her."],
-  };
-  const LL_CARD_ROLE = {
-    "★1": "spy", "★2": "spy",
-    "A♠": "guard", "A♥": "guard", "A♦": "guard", "A♣": "guard", "J♠": "guard", "J♣": "guard",
-    "2♠": "priest", "2♣": "priest", "3♠": "baron", "3♣": "baron", "4♠": "handmaid", "4♣": "handmaid",
-    "5♠": "prince", "5♣": "prince", "6♠": "chancellor", "6♣": "chancellor",
-    "7♥": "king", "8♥": "countess", "Q♥": "princess",
-  };
-  const llRole = (card) => LL_ROLES[LL_CARD_ROLE[card]] || [0, card, ""];
-  const llCardName = (card) => { const [v, n] = llRole(card); return `${n} (${v})`; };
-  const llGuess = (g) => { const r = LL_ROLES[enumName("LOVE_LETTER_ROLE_", g)]; return r ? r[1] : enumName("LOVE_LETTER_ROLE_", g); };
+  // The cards' roles, values and texts come from the server's catalogue (ListGames), which
+  // app.js loads once into `catalogue`; without it a card shows its id.
+  const LL_TARGETED = ["GUARD", "PRIEST", "BARON", "PRINCE", "KING"].map((r) => `LOVE_LETTER_ROLE_${r}`);
+  let llEdition = null; // the catalogue's edition the maps below were built for
+  let llCards = new Map(); // card id → its role's entry
+  let llRoles = new Map(); // role → { role, value, name, count, effect }
+
+  /** Reads the cards of the edition the match shown plays. */
+  function llUse(ctx) {
+    const editions = catalogue["love-letter"]?.catalogue?.loveLetter?.editions || [];
+    const wanted = present(ctx?.game?.edition) || present(ctx?.view?.match?.options?.loveLetter?.edition);
+    const edition = editions.find((e) => e.edition === wanted) || editions[0] || null;
+    if (edition === llEdition) return;
+    llEdition = edition;
+    llCards = new Map();
+    llRoles = new Map();
+    for (const r of edition?.roles || []) {
+      const entry = { role: r.role, value: num(r.value), name: r.name, count: num(r.count), effect: r.effect || "" };
+      llRoles.set(r.role, entry);
+      for (const card of r.cards || []) llCards.set(card, entry);
+    }
+  }
+  const llRole = (card) => llCards.get(card) || { value: "", name: card, effect: "" };
+  const llCardName = (card) => { const r = llRole(card); return r.role ? `${r.name} (${r.value})` : String(card); };
+  const llGuess = (g) => llRoles.get(g)?.name || enumName("LOVE_LETTER_ROLE_", g);
 
   function llCard(h, card, small) {
-    const [value, name, text] = llRole(card);
-    return h("div", { class: `card${small ? " small" : ""}${card.includes("♥") ? " red" : ""}`, title: `${name} (${value}): ${text}`, dataset: { card } },
+    const { value, name, effect } = llRole(card);
+    return h("div", { class: `card${small ? " small" : ""}${card.includes("♥") ? " red" : ""}`, title: effect ? `${name} (${value}): ${effect}` : null, dataset: { card } },
       h("div", { class: "value" }, value),
       h("div", { class: "name" }, name),
-      small ? null : h("div", { class: "text" }, text),
       h("div", { class: "id" }, card));
+  }
+
+  /** What each of these cards does, one line a role: the rules at hand beside the cards. */
+  function llEffects(h, cards) {
+    const roles = [...new Set(cards.map((c) => llRole(c)).filter((r) => r.effect))];
+    return roles.length ? h("ul", { class: "effects small" }, roles.map((r) => h("li", {}, h("b", {}, `${r.name} (${r.value})`), `: ${r.effect}`))) : null;
   }
 
   const loveLetter = {
@@ -71,6 +87,7 @@
       return o.edition === "LOVE_LETTER_EDITION_CLASSIC" ? "classic edition" : "2019 edition";
     },
     table(ctx) {
+      llUse(ctx);
       const { h, game: g } = ctx;
       const turn = g.turn;
       const players = (g.players || []).map((p) => {
@@ -98,27 +115,38 @@
           h("h3", {}, "Your hand"),
           h("div", { class: "cards", id: "hand" }, (g.hand || []).map((c) => llCard(h, c))),
           (g.chancellorChoice || []).length ? h("div", {}, h("h3", {}, "Drawn with the Chancellor: keep one card of these and your hand, the other two go to the bottom"),
-            h("div", { class: "cards" }, g.chancellorChoice.map((c) => llCard(h, c)))) : null) : null);
+            h("div", { class: "cards" }, g.chancellorChoice.map((c) => llCard(h, c)))) : null,
+          llEffects(h, [...(g.hand || []), ...(g.chancellorChoice || [])])) : null);
+    },
+    rules(ctx) {
+      llUse(ctx);
+      const { h } = ctx;
+      const roles = [...llRoles.values()];
+      if (!roles.length) return null;
+      return h("div", {},
+        h("p", { class: "small" }, `The ${llEdition.edition === "LOVE_LETTER_EDITION_CLASSIC" ? "classic" : "2019"} deck: ${num(llEdition.cardCount)} cards. On your turn draw a card, then play one of your two; the last one standing, or the highest card when the deck runs out, wins the round and a token.`),
+        h("ul", { class: "effects small" }, roles.map((r) => h("li", {}, h("b", {}, `${r.value} ${r.name}`), ` ×${r.count}: ${r.effect}`))));
     },
     action(a, ctx) {
+      llUse(ctx);
       if (a.play) {
         const p = a.play;
-        const role = LL_CARD_ROLE[p.card];
         const group = `Play ${llCardName(p.card)}`;
         if (p.target === undefined) {
-          const needs = ["guard", "priest", "baron", "prince", "king"].includes(role);
+          const needs = LL_TARGETED.includes(llRole(p.card).role);
           return { group, label: needs ? "no one can be chosen" : "play it" };
         }
         const who = num(p.target) === ctx.seat ? "yourself" : ctx.name(num(p.target));
-        return { group, label: p.guess ? `${who}: ${llGuess(p.guess)}?` : `on ${who}` };
+        return { group, label: present(p.guess) ? `${who}: ${llGuess(p.guess)}?` : `on ${who}` };
       }
       if (a.chancellorKeep) {
         const k = a.chancellorKeep;
         return { group: "Chancellor: keep", label: `${llCardName(k.keep)}; bottom ${list((k.bottom || []).map(llCardName))}` };
       }
-      return { group: "", label: JSON.stringify(a) };
+      return { group: "", label: raw(a) };
     },
     event(e, ctx) {
+      llUse(ctx);
       const n = (s) => ctx.name(num(s));
       const [kind, x] = Object.entries(e)[0] || ["?", {}];
       switch (kind) {
@@ -126,7 +154,7 @@
         case "dealt": return `${n(x.seat)} was dealt ${llCardName(x.card)}.`;
         case "turnStarted": return `${n(x.seat)}'s turn.`;
         case "drew": return `${n(x.seat)} drew ${llCardName(x.card)}.`;
-        case "played": return `${n(x.seat)} played ${llCardName(x.card)}${x.target !== undefined ? ` on ${n(x.target)}` : ""}${x.guess ? `, naming ${llGuess(x.guess)}` : ""}.`;
+        case "played": return `${n(x.seat)} played ${llCardName(x.card)}${x.target !== undefined ? ` on ${n(x.target)}` : ""}${present(x.guess) ? `, naming ${llGuess(x.guess)}` : ""}.`;
         case "noEffect": return `${llCardName(x.card)} had no effect: everyone else is protected.`;
         case "guardGuess": return `${n(x.seat)} guessed ${llGuess(x.guess)} for ${n(x.target)}: ${x.hit ? "right!" : "wrong"}.`;
         case "priestSaw": return `${n(x.seat)} saw ${n(x.target)}'s ${llCardName(x.card)}.`;
@@ -141,7 +169,7 @@
         case "roundEnded": return `Round ${num(x.round)} ends: ${(x.winners || []).map(n).join(" and ")} won it.`;
         case "tokenGained": return `${n(x.seat)} gains a token${x.reason === "LOVE_LETTER_TOKEN_REASON_SPY_BONUS" ? " (Spy bonus)" : ""}: ${num(x.total)} now.`;
         case "matchEnded": return `The match is over: ${(x.winners || []).map(n).join(" and ")} won.`;
-        default: return `${words(kind)} ${JSON.stringify(x)}`;
+        default: return `${words(kind)} ${raw(x)}`;
       }
     },
   };
@@ -205,6 +233,8 @@
     return "";
   }
 
+  const loptiData = () => catalogue.lopti?.catalogue?.lopti || {};
+
   const lopti = {
     name: "Lopti",
     field: "lopti",
@@ -219,7 +249,27 @@
       return { lopti: { hands: num(box.querySelector("[name=hands]").value) } };
     },
     describeOptions(o) {
-      return `${num(o.hands) || 3} hands`;
+      const hands = num(o.hands) || 3;
+      return `${hands} hand${hands === 1 ? "" : "s"}`;
+    },
+    rules(ctx) {
+      const { h } = ctx;
+      const d = loptiData();
+      if (!d.turn) return null;
+      const base = ctx.game?.baseRules || d.baseRules || {};
+      const now = { LOPTI_SPECIAL_RESET: base.reset, LOPTI_SPECIAL_PASS: base.pass, LOPTI_SPECIAL_LOW: base.low, LOPTI_SPECIAL_BURN: base.burn };
+      return h("div", { class: "small" },
+        h("p", {}, d.turn),
+        h("h3", {}, "Special ranks"),
+        h("ul", { class: "effects" }, (d.specials || []).map((x) => {
+          const rankNow = present(now[x.special]) ?? (x.special in now ? undefined : x.rank);
+          return h("li", {}, h("b", {}, `${rankNow ? rank(rankNow) : "off"}: ${x.name}`), `. ${x.effect}`);
+        })),
+        h("h3", {}, "The Rule Vote"),
+        h("p", {}, d.ruleVote),
+        h("p", {}, d.roshambo),
+        h("h3", {}, "New rules"),
+        h("p", {}, d.ruleCreation));
     },
     table(ctx) {
       const { h, game: g } = ctx;
@@ -231,11 +281,13 @@
           h("div", { class: "stat" }, "Draw pile", h("b", {}, num(g.drawPile))),
           h("div", { class: "stat" }, "Out of play", h("b", {}, num(g.outOfHand))),
           h("div", {}, "Pile", (g.pile || []).length ? h("div", { class: "pile" }, g.pile.slice(-8).map((c) => loptiCard(h, c, true))) : h("div", { class: "muted" }, "empty"),
-            g.playAtMost && g.playAtMost !== "LOPTI_RANK_UNSPECIFIED" ? h("div", { class: "small" }, `next play: ${rank(g.playAtMost)} or lower`) : null,
+            present(g.playAtMost) ? h("div", { class: "small" }, `next play: ${rank(g.playAtMost)} or lower`) : null,
             g.passObligation ? h("div", { class: "small" }, "pass obligation: pass on or pick up") : null),
           (g.passChain || []).length ? h("div", {}, "Passes", h("div", { class: "cards" }, g.passChain.map((c) => loptiCard(h, c, true)))) : null,
           h("div", { class: "small" },
             h("div", {}, h("b", {}, phaseText(g.phase, ctx))),
+            // Each hand opens with the table's one Rule Vote: say what it is while it is on.
+            (g.phase?.proposal || g.phase?.voting) && loptiData().ruleVote ? h("div", { class: "muted", id: "rule-vote" }, loptiData().ruleVote) : null,
             h("div", {}, `${g.clockwise ? "clockwise" : "counter-clockwise"} · hand size ${num(base.handSize)} · reset ${rank(base.reset)} · pass ${rank(base.pass)} · low ${rank(base.low)} · burn ${rank(base.burn)}`),
             num(g.pendingSkips) ? h("div", {}, `${num(g.pendingSkips)} turn(s) to skip`) : null)),
         h("div", { class: "players" }, (g.seats || []).map((s) => {
@@ -252,7 +304,7 @@
           h("div", { class: "cards", id: "hand" }, (g.yourHand || []).map((c) => loptiCard(h, c)))) : null,
         (g.rules || []).length ? h("div", {}, h("h3", {}, "Rules of this session"),
           h("ul", {}, g.rules.map((r) => h("li", {}, `#${num(r.id)} by ${ctx.name(num(r.creator))}: ${ruleBody(r.body)}`,
-            r.status && r.status !== "LOPTI_RULE_STATUS_ACTIVE" ? ` (${enumName("LOPTI_RULE_STATUS_", r.status)})` : "")))) : null,
+            present(r.status) && r.status !== "LOPTI_RULE_STATUS_ACTIVE" ? ` (${enumName("LOPTI_RULE_STATUS_", r.status)})` : "")))) : null,
         (g.scheduled || []).length ? h("p", { class: "small" }, "Next hand: ", list(g.scheduled.map(change))) : null);
     },
     action(a) {
@@ -278,8 +330,10 @@
       if (!actions.some((a) => a.lopti?.createRule)) return null;
       const { h } = ctx;
       const text = h("input", { id: "table-rule", maxlength: 280, placeholder: "a table rule, in your words" });
-      return h("div", { class: "group" }, h("span", { class: "label" }, "Or a table rule"), text,
-        h("button", { class: "action", type: "button", onclick: () => text.value.trim() && act({ lopti: { createRule: { tableRule: text.value.trim() } } }) }, "Create"));
+      const create = h("button", { class: "action", type: "button", disabled: true, onclick: () => text.value.trim() && act({ lopti: { createRule: { tableRule: text.value.trim() } } }) }, "Create");
+      // Nothing to create until there are words.
+      text.addEventListener("input", () => { create.disabled = !text.value.trim(); });
+      return h("div", { class: "group" }, h("span", { class: "label" }, "Or a table rule"), text, create);
     },
     event(e, ctx) {
       const n = (s) => ctx.name(num(s));
@@ -303,6 +357,7 @@
         case "turnSkipped": return `${n(x.seat)} skips a turn.`;
         case "directionReversed": return "Play reverses.";
         case "bonusPlayGranted": return `${n(x.seat)} plays again.`;
+        case "bonusPlayDropped": return `Rule #${num(x.rule)} would give ${n(x.seat)} a bonus play, but a pass is pending: no bonus play.`;
         case "handWon": return `${n(x.seat)} went out first and wins hand ${num(x.hand) + 1}!`;
         case "ruleCreated": return `${n(x.creator)} created rule #${num(x.id)}: ${ruleBody(x.body)}.`;
         case "ruleSkipped": return `${n(x.seat)} created no rule.`;
@@ -319,21 +374,29 @@
         case "changeScheduled": return `Next hand: ${change(x)}.`;
         case "changeLapsed": return `Lapsed: ${change(x)}.`;
         case "matchOver": return `The session is over: ${(x.winners || []).map(n).join(" and ")} won.`;
-        default: return `${words(kind)} ${JSON.stringify(x)}`;
+        default: return `${words(kind)} ${raw(x)}`;
       }
     },
   };
 
   // ---- Amori e Intrighi -------------------------------------------------------------------
 
-  const LOCATIONS = ["THEATER", "TAVERN", "BOULEVARD", "POORHOUSE", "PARK", "TAILOR"];
-  const LOCATION_TEXT = {
-    THEATER: "+1 Education", TAVERN: "Casanova and Drink dice", BOULEVARD: "+1 Reputation or Education",
-    POORHOUSE: "+1 Reputation", PARK: "+1 Beauty, Casanova die", TAILOR: "+2 Beauty; no gentlemen",
-  };
-  const loc = (l) => title(enumName("AMORI_LOCATION_", l).replace(/ /g, "-")) || "home";
+  // The board's locations in order, their actions, the gentlemen, the daughters and the event
+  // cards come from the server's catalogue (ListGames).
+  const amoriData = () => catalogue["amori-e-intrighi"]?.catalogue?.amori || {};
+  const byId = (xs, key = "id") => new Map((xs || []).map((x) => [x[key], x]));
+  const LOCATIONS = ["THEATER", "TAVERN", "BOULEVARD", "POORHOUSE", "PARK", "TAILOR"].map((l) => `AMORI_LOCATION_${l}`);
+  const locInfo = (l) => byId(amoriData().locations, "location").get(l);
+  const loc = (l) => locInfo(l)?.name || title(enumName("AMORI_LOCATION_", l).replace(/ /g, "-")) || "home";
   const attr = (a) => enumName("AMORI_ATTRIBUTE_", a);
-  const cardName = (id) => { const m = String(id).match(/^(.*)-(\d+)$/); return m ? `${title(m[1])} ${m[2]}` : title(id); };
+  // A card's id is its gentleman's or event's id, a dash and its number ("bodo-3").
+  const cardKind = (id) => String(id).replace(/-\d+$/, "");
+  const gentleman = (id) => byId(amoriData().gentlemen).get(cardKind(id));
+  const eventCard = (id) => byId(amoriData().eventCards).get(cardKind(id));
+  const gentName = (id) => gentleman(id)?.name || title(cardKind(id));
+  const daughterName = (id) => byId(amoriData().daughters).get(id)?.name || title(id);
+  const cardName = (id) => gentleman(id)?.name || eventCard(id)?.name || title(cardKind(id));
+  const needs = (m) => `R${num(m?.reputation)} B${num(m?.beauty)} E${num(m?.education)}`;
   const pips = (v) => "●".repeat(num(v)) + "○".repeat(Math.max(0, 5 - num(v)));
 
   function attributes(h, a) {
@@ -344,7 +407,21 @@
       h("span", { title: "Education" }, "E ", h("span", { class: "pips" }, pips(a.education))));
   }
 
-  const amoriCard = (h, id, kind) => h("div", { class: `card small ${kind}`, dataset: { card: id } }, h("div", { class: "name" }, cardName(id)));
+  /** A gentleman's card shows what a daughter needs to marry him and what he scores; an event
+   *  card's text is its tooltip and is listed beside the hand. */
+  function amoriCard(h, id, kind) {
+    const g = gentleman(id);
+    const e = eventCard(id);
+    const tip = g ? `${g.name}: marries a daughter with at least ${needs(g.minimums)} (Reputation, Beauty, Education); ${num(g.victoryPoints)} VP` : e ? `${e.name}: ${e.effect}` : null;
+    return h("div", { class: `card small ${kind}`, title: tip, dataset: { card: id } },
+      h("div", { class: "name" }, cardName(id)),
+      g ? h("div", { class: "id" }, `${needs(g.minimums)} · ${num(g.victoryPoints)} VP`) : null);
+  }
+
+  function eventEffects(h, cards) {
+    const kinds = [...new Set(cards.map(eventCard).filter(Boolean))];
+    return kinds.length ? h("ul", { class: "effects small" }, kinds.map((e) => h("li", {}, h("b", {}, e.name), `: ${e.effect}`))) : null;
+  }
 
   function amoriPhase(p, ctx) {
     p = p || {};
@@ -378,20 +455,38 @@
     describeOptions(o) {
       return o.startingPlayer !== undefined ? `seat ${num(o.startingPlayer)} starts` : "";
     },
+    rules(ctx) {
+      const { h } = ctx;
+      const d = amoriData();
+      if (!(d.gentlemen || []).length) return null;
+      const two = num(ctx.view?.match?.seatCount) === 2;
+      return h("div", { class: "small" },
+        h("p", {}, d.turn),
+        h("h3", {}, "Gentlemen"),
+        h("p", { class: "muted" }, `A daughter marries a gentleman once she holds ${num(d.cardsToMarry)} of his cards and has at least his Reputation, Beauty and Education.`),
+        h("ul", { class: "effects" }, d.gentlemen.filter((g) => !(two && g.brown)).map((g) =>
+          h("li", {}, h("b", {}, g.name), `: needs ${needs(g.minimums)}; ${num(g.victoryPoints)} VP`))),
+        h("h3", {}, "Event cards"),
+        h("ul", { class: "effects" }, (d.eventCards || []).map((e) =>
+          h("li", {}, h("b", {}, e.name), ` ×${num(e.count)}${e.reaction ? " (an answer)" : e.hostile ? " (hostile: may be answered)" : ""}: ${e.effect}`))),
+        h("h3", {}, "Locations"),
+        h("ul", { class: "effects" }, (d.locations || []).map((l) => h("li", {}, h("b", {}, l.name), `: ${l.action}`))),
+        (d.dice || []).length ? h("ul", { class: "effects" }, d.dice.map((x) => h("li", {}, h("b", {}, `${x.name} die`), `: ${x.effect}`))) : null);
+    },
     table(ctx) {
       const { h, game: g } = ctx;
       const current = num(g.current);
       const decks = new Map((g.locationDecks || []).map((d) => [d.location, d]));
-      const board = h("div", { class: "board" }, LOCATIONS.map((l) => {
-        const key = `AMORI_LOCATION_${l}`;
+      const board = h("div", { class: "board" }, LOCATIONS.map((key) => {
         const deck = decks.get(key) || {};
         const here = (g.players || []).filter((p) => p.location === key);
+        const about = locInfo(key);
         return h("div", { class: "location" },
-          h("h3", {}, title(l.toLowerCase())),
-          h("div", { class: "small muted" }, LOCATION_TEXT[l]),
-          l === "TAILOR" ? null : h("div", { class: "small" }, `${num(deck.size)} gentleman card(s)`),
+          h("h3", {}, loc(key)),
+          about ? h("div", { class: "small muted" }, about.action) : null,
+          about && !num(about.deckSize) ? null : h("div", { class: "small" }, `${num(deck.size)} gentleman card(s)`),
           (deck.cards || []).length ? h("div", { class: "cards" }, deck.cards.map((c) => amoriCard(h, c, "gent"))) : null,
-          h("div", {}, here.map((p) => h("span", { class: `pawn p${num(p.seat)}` }, title(p.active?.daughter || ctx.name(num(p.seat)))))));
+          h("div", {}, here.map((p) => h("span", { class: `pawn p${num(p.seat)}` }, p.active?.daughter ? daughterName(p.active.daughter) : ctx.name(num(p.seat))))));
       }));
       const players = (g.players || []).map((p) => {
         const seat = num(p.seat);
@@ -399,12 +494,13 @@
           h("h3", {}, h("span", { class: `pawn p${seat}` }, ctx.name(seat)),
             seat === ctx.seat ? h("span", { class: "badge you" }, "you") : null,
             seat === current ? h("span", { class: "badge turn" }, "turn") : null),
-          p.active ? h("div", {}, h("b", {}, title(p.active.daughter)), ` at ${p.location ? loc(p.location) : "home"}`, attributes(h, p.active.attributes),
+          p.active ? h("div", {}, h("b", {}, daughterName(p.active.daughter)), ` at ${loc(p.location)}`, attributes(h, p.active.attributes),
             (p.active.suitors || []).length ? h("div", { class: "cards" }, p.active.suitors.map((c) => amoriCard(h, c, "gent"))) : h("div", { class: "small muted" }, "no suitors yet")) : null,
           h("div", { class: "small" }, `${num(p.faceDown)} daughter(s) waiting · ${num(p.handSize)} event card(s)`),
-          (p.brides || []).length ? h("div", { class: "small" }, "Married: ", list(p.brides.map((b) => `${title(b.daughter)} to ${title(b.husband)}`))) : null,
+          (p.brides || []).length ? h("div", { class: "small" }, "Married: ", list(p.brides.map((b) => `${daughterName(b.daughter)} to ${gentName(b.husband)}`))) : null,
           (p.keptForPoints || []).length ? h("div", { class: "small" }, "Kept for points: ", list(p.keptForPoints.map(cardName))) : null,
-          (p.hand || []).length ? h("div", { class: "cards", id: seat === ctx.seat ? "hand" : null }, p.hand.map((c) => amoriCard(h, c, "event"))) : null);
+          (p.hand || []).length ? h("div", { class: "cards", id: seat === ctx.seat ? "hand" : null }, p.hand.map((c) => amoriCard(h, c, "event"))) : null,
+          seat === ctx.seat ? eventEffects(h, p.hand || []) : null);
       });
       const scoring = g.scoring;
       return h("div", { class: "table" },
@@ -424,14 +520,14 @@
       switch (kind) {
         case "visit": return { group: "Go to", label: loc(x.location) };
         case "locationAction": {
-          const at = ctx.game?.phase?.actionOrIntrigue?.location;
-          const what = at ? ` at the ${loc(at)} (${LOCATION_TEXT[at.replace("AMORI_LOCATION_", "")] || ""})` : "";
-          return { group: "", label: x.choice ? `Location action: +1 ${attr(x.choice)}` : `Location action${what}` };
+          const at = present(ctx.game?.phase?.actionOrIntrigue?.location);
+          const what = at ? ` at the ${loc(at)}${locInfo(at) ? `: ${locInfo(at).action}` : ""}` : "";
+          return { group: "", label: present(x.choice) ? `Location action: +1 ${attr(x.choice)}` : `Location action${what}` };
         }
         case "intrigue": return { group: "Intrigue against", label: n(x.target) };
         case "take": return { group: "Take", label: cardName(x.card) };
-        case "giveUp": return { group: "Give up", label: title(x.gentleman) };
-        case "playEvent": return { group: "Play event", label: `${cardName(x.card)}${x.target !== undefined ? ` → ${n(x.target)}` : ""}${x.location ? ` (${loc(x.location)})` : ""}` };
+        case "giveUp": return { group: "Give up", label: gentName(x.gentleman) };
+        case "playEvent": return { group: "Play event", label: `${cardName(x.card)}${x.target !== undefined ? ` → ${n(x.target)}` : ""}${present(x.location) ? ` (${loc(x.location)})` : ""}` };
         case "react": return { group: "", label: `Answer with ${cardName(x.card)}` };
         case "pass": return { group: "", label: "Let it happen" };
         case "endTurn": return { group: "", label: "End turn (draw an event)" };
@@ -455,14 +551,14 @@
         case "intrigued": return `${n(x.seat)} intrigues against ${n(x.target)}.`;
         case "tookFromRival": return `${n(x.seat)} took ${cardName(x.card)} from ${n(x.from)}.`;
         case "drewFromMainDeck": return `${n(x.seat)} drew ${cardName(x.card)}.`;
-        case "gaveUp": return `${n(x.seat)} gave up ${title(x.gentleman)}.`;
+        case "gaveUp": return `${n(x.seat)} gave up ${gentName(x.gentleman)}.`;
         case "suitorJoined": return `${cardName(x.card)} courts ${n(x.seat)}'s daughter.`;
-        case "married": return `${title(x.daughter)} (${n(x.seat)}) married ${title(x.gentleman)}!`;
+        case "married": return `${daughterName(x.daughter)} (${n(x.seat)}) married ${gentName(x.gentleman)}!`;
         case "gentlemenDiscarded": return `Discarded: ${list((x.cards || []).map(cardName))}.`;
         case "gentlemenRetired": return `Retired: ${list((x.cards || []).map(cardName))}.`;
-        case "daughterRevealed": return `${n(x.seat)}'s next daughter is ${title(x.daughter)}.`;
+        case "daughterRevealed": return `${n(x.seat)}'s next daughter is ${daughterName(x.daughter)}.`;
         case "mainDeckReshuffled": return `The gentleman deck is reshuffled (${num(x.size)}).`;
-        case "eventPlayed": return `${n(x.seat)} played ${cardName(x.card)}${x.target !== undefined ? ` at ${n(x.target)}` : ""}${x.location ? ` (${loc(x.location)})` : ""}.`;
+        case "eventPlayed": return `${n(x.seat)} played ${cardName(x.card)}${x.target !== undefined ? ` at ${n(x.target)}` : ""}${present(x.location) ? ` (${loc(x.location)})` : ""}.`;
         case "reacted": return `${n(x.seat)} answered with ${cardName(x.card)}.`;
         case "passed": return `${n(x.seat)} let it happen.`;
         case "eventDeckReshuffled": return `The event deck is reshuffled (${num(x.size)}).`;
@@ -471,10 +567,17 @@
         case "eventDiscarded": return `${n(x.seat)} discarded ${cardName(x.card)}.`;
         case "finalRound": return `${n(x.seat)} married a third daughter: final round!`;
         case "gameOver": return `Game over: ${(x.scoring?.totals || []).map((t, s) => `${n(s)} ${t}`).join(", ")} VP.`;
-        default: return `${words(kind)} ${JSON.stringify(x)}`;
+        default: return `${words(kind)} ${raw(x)}`;
       }
     },
   };
 
   window.MissiveGames = { "love-letter": loveLetter, lopti, "amori-e-intrighi": amori };
+  /** Takes the games' catalogue (ListGames' `games`): their cards and texts. */
+  function useCatalogue(games) {
+    for (const g of games || []) catalogue[g.kind] = g;
+    llEdition = undefined; // rebuilt from the new catalogue when next shown
+  }
+
+  window.MissiveKit = { present, raw, useCatalogue };
 })();

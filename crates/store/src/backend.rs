@@ -57,11 +57,17 @@ pub(crate) trait Backend {
         events: &[StoredEvent],
     ) -> impl Future<Output = Answer<()>> + Send;
     fn get_match(&self, id: MatchId) -> impl Future<Output = Answer<MatchRecord>> + Send;
-    fn unfinished_by_creator(
+    fn open_by_creator(
         &self,
         creator: &str,
         limit: u32,
     ) -> impl Future<Output = Answer<u32>> + Send;
+    fn creator(&self, id: MatchId) -> impl Future<Output = Answer<Option<String>>> + Send;
+    fn open_idle_since(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> impl Future<Output = Answer<Vec<MatchId>>> + Send;
     fn seed(&self, id: MatchId) -> impl Future<Output = Answer<[u8; 32]>> + Send;
     fn list_matches(
         &self,

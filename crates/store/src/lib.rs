@@ -216,7 +216,7 @@ pub struct NewMatch {
     /// Creation time (also `updated_at` of the new row).
     pub created_at: DateTime<Utc>,
     /// Who created it (the server's client key as text), counted by
-    /// [`Store::unfinished_by_creator`]; `None` when not known.
+    /// [`Store::open_by_creator`] and read by [`Store::creator`]; `None` when not known.
     pub creator: Option<String>,
     /// Written with the match: seats taken at creation (by bots), the status (`None`: open)
     /// and the first pending turns. `Default` gives an open match with empty seats.
@@ -725,14 +725,25 @@ impl Store {
         Ok((MatchRecord::created(&m, &events), events))
     }
 
-    /// How many of the matches `creator` created are unfinished (open or active), counting
-    /// no further than `limit`.
-    pub async fn unfinished_by_creator(
+    /// How many of the matches `creator` created are still open (waiting for players),
+    /// counting no further than `limit`.
+    pub async fn open_by_creator(&self, creator: &str, limit: u32) -> Result<u32, StoreError> {
+        timed!(self, "open_by_creator", b => b.open_by_creator(creator, limit).await)
+    }
+
+    /// Who created the match ([`NewMatch::creator`]); `None` when not known.
+    pub async fn creator(&self, id: MatchId) -> Result<Option<String>, StoreError> {
+        timed!(self, "creator", b => b.creator(id).await)
+    }
+
+    /// Up to `limit` open matches whose last change (their creation, or their last join or
+    /// leave) is at or before `before`, the longest idle first: those an expiry closes.
+    pub async fn open_idle_since(
         &self,
-        creator: &str,
+        before: DateTime<Utc>,
         limit: u32,
-    ) -> Result<u32, StoreError> {
-        timed!(self, "unfinished_by_creator", b => b.unfinished_by_creator(creator, limit).await)
+    ) -> Result<Vec<MatchId>, StoreError> {
+        timed!(self, "open_idle_since", b => b.open_idle_since(before, limit).await)
     }
 
     /// The match row and its seats.

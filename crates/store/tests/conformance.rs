@@ -428,7 +428,7 @@ mod checks {
         Ok(())
     }
 
-    pub(super) async fn a_creators_unfinished_matches_are_counted_up_to_the_limit(
+    pub(super) async fn a_creators_open_matches_are_counted_up_to_the_limit(
         h: &Harness,
     ) -> Result<()> {
         let by = |creator: Option<&str>| NewMatch {
@@ -445,7 +445,7 @@ mod checks {
             .create_match(by(Some("player:someone-else")), vec![created()])
             .await?;
         h.store.create_match(by(None), vec![created()]).await?;
-        let count = |creator: &'static str, limit| h.store.unfinished_by_creator(creator, limit);
+        let count = |creator: &'static str, limit| h.store.open_by_creator(creator, limit);
         assert_eq!(count("addr:192.0.2.1", 10).await?, 3);
         assert_eq!(
             count("addr:192.0.2.1", 2).await?,
@@ -454,7 +454,7 @@ mod checks {
         );
         assert_eq!(count("player:someone-else", 10).await?, 1);
         assert_eq!(count("addr:192.0.2.9", 10).await?, 0);
-        // A match that starts still counts; one that ends no longer does.
+        // A match that starts no longer counts, nor does one that ends.
         for (id, status) in [
             (mine[0], MatchStatus::Active),
             (mine[1], MatchStatus::Finished),
@@ -471,7 +471,54 @@ mod checks {
                 )
                 .await?;
         }
-        assert_eq!(count("addr:192.0.2.1", 10).await?, 2);
+        assert_eq!(count("addr:192.0.2.1", 10).await?, 1);
+        assert_eq!(
+            h.store.creator(mine[2]).await?.as_deref(),
+            Some("addr:192.0.2.1")
+        );
+        Ok(())
+    }
+
+    pub(super) async fn open_matches_idle_since_a_time_are_found_longest_idle_first(
+        h: &Harness,
+    ) -> Result<()> {
+        let at = |secs: i64| chrono::Utc::now() - chrono::Duration::seconds(secs);
+        let made = |secs| NewMatch {
+            created_at: at(secs),
+            ..new_match(2)
+        };
+        let (oldest, older, recent, started) = (made(300), made(200), made(10), made(400));
+        for m in [&oldest, &older, &recent, &started] {
+            let first = NewEvent {
+                at: m.created_at,
+                ..created()
+            };
+            h.store.create_match(m.clone(), vec![first]).await?;
+        }
+        h.store
+            .append(
+                started.id,
+                1,
+                vec![action(0, "start", 1)],
+                MatchUpdate {
+                    status: Some(MatchStatus::Active),
+                    ..MatchUpdate::default()
+                },
+            )
+            .await?;
+        let found = h.store.open_idle_since(at(100), 10).await?;
+        let ours: Vec<_> = found
+            .iter()
+            .filter(|id| [oldest.id, older.id, recent.id, started.id].contains(id))
+            .copied()
+            .collect();
+        assert_eq!(
+            ours,
+            vec![oldest.id, older.id],
+            "idle 100 s or more, oldest first"
+        );
+        assert_eq!(h.store.open_idle_since(at(100), 1).await?.len(), 1);
+        assert!(h.store.creator(oldest.id).await?.is_none());
         Ok(())
     }
 
@@ -2412,7 +2459,8 @@ conformance!(
     a_timeout_beyond_what_both_backends_store_is_refused,
     cancelled_work_leaves_the_store_writable,
     the_server_key_is_stored_once_and_shared,
-    a_creators_unfinished_matches_are_counted_up_to_the_limit,
+    a_creators_open_matches_are_counted_up_to_the_limit,
+    open_matches_idle_since_a_time_are_found_longest_idle_first,
     an_append_the_database_refuses_fails_alone_in_its_batch,
     a_database_a_newer_release_migrated_is_served_but_not_migrated_by_an_older_build,
 );

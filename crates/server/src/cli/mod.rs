@@ -49,7 +49,8 @@ pub enum Command {
     /// command's arguments.
     Serve(Box<Config>),
     /// Check a finished match's history offline: recompute the hash chain, check the seed
-    /// against its commitment and replay every action through the rules.
+    /// against its commitment, replay every action through the rules and check that the log
+    /// reaches its head (with `--key`, that the server signed the head).
     Verify(VerifyArgs),
     /// Fetch a match's history over HTTP/JSON (the audit log too, once the match is over).
     History(HistoryArgs),
@@ -74,10 +75,15 @@ pub struct VerifyArgs {
     /// The history: a GetHistory response in JSON, as `GET /v1/matches/{id}/history` returns
     /// it (and `missive history -o` saves it).
     pub file: PathBuf,
-    /// The match's id, which every event's hash covers but the history does not repeat.
-    /// Default: the file's name, when it is `<match id>.json`.
+    /// The match's id, which every event's hash covers. Default: the one the log's head
+    /// names (audit format 2), else the file's name when it is `<match id>.json`. A head
+    /// that names another match does not verify.
     #[arg(long = "match", value_name = "MATCH_ID")]
     pub match_id: Option<MatchId>,
+    /// The server's audit key, 64 hex digits as `GET /v1/audit/keys` serves it: the head must
+    /// be signed by it. Without it the log is checked but not its signature.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
 }
 
 /// Where the server is and who is asking.
@@ -174,8 +180,9 @@ async fn migrate_store(store: &crate::config::StoreConfig) -> Result<&'static st
     Ok(store.backend_name())
 }
 
-/// `missive verify`: prints one `OK …` line and exits 0, or names the first event that does
-/// not verify and exits 1 (2 if the file cannot be read at all).
+/// `missive verify`: prints one `OK …` line and exits 0, or names the first event (or the head,
+/// or its signature) that does not verify and exits 1 (2 if the file cannot be read or checked
+/// at all).
 pub fn verify(args: &VerifyArgs) -> ExitCode {
     exit(
         "verify",
@@ -184,15 +191,11 @@ pub fn verify(args: &VerifyArgs) -> ExitCode {
 }
 
 fn verify_file(args: &VerifyArgs) -> Result<String, Failure> {
-    let match_id = match args.match_id {
-        Some(id) => id,
-        None => id_from_name(&args.file).ok_or_else(|| {
-            unusable(format!(
-                "{} does not name its match: pass --match MATCH_ID",
-                args.file.display()
-            ))
-        })?,
-    };
+    let key = args
+        .key
+        .as_deref()
+        .map(|key| audit::parse_public_key(key).map_err(|e| unusable(format!("--key: {e}"))))
+        .transpose()?;
     let bytes = std::fs::read(&args.file)
         .map_err(|e| unusable(format!("reading {}: {e}", args.file.display())))?;
     let history: pb::GetHistoryResponse = serde_json::from_slice(&bytes).map_err(|e| {
@@ -204,11 +207,37 @@ fn verify_file(args: &VerifyArgs) -> Result<String, Failure> {
     let log = history.audit.ok_or_else(|| {
         unusable("the history has no audit log: the match is not over (or the file was cut)")
     })?;
-    verify_log(match_id, &log)
+    let named = log.head.as_ref().map(|head| head.match_id.as_str());
+    let match_id = match (args.match_id, named) {
+        (Some(id), Some(named)) if named.parse::<MatchId>().ok() != Some(id) => {
+            return Err(failed(format!(
+                "match {id}: the log's head is of match {named:?}, not of the match --match names"
+            )));
+        }
+        (Some(id), _) => id,
+        (None, Some(named)) => named.parse().map_err(|_| {
+            failed(format!(
+                "the log's head names {named:?}, which is not a match id"
+            ))
+        })?,
+        (None, None) => id_from_name(&args.file).ok_or_else(|| {
+            unusable(format!(
+                "{} is a log without a head (audit format 1) and its name does not name its \
+                 match: pass --match MATCH_ID",
+                args.file.display()
+            ))
+        })?,
+    };
+    verify_log(match_id, &log, key.as_ref())
 }
 
-/// The `OK` line of a log that verifies, or the first thing in it that does not.
-fn verify_log(match_id: MatchId, log: &pb::AuditLog) -> Result<String, Failure> {
+/// The `OK` line of a log that verifies, or the first thing in it that does not; with `key`,
+/// its head must be signed by that key.
+fn verify_log(
+    match_id: MatchId,
+    log: &pb::AuditLog,
+    key: Option<&[u8; 32]>,
+) -> Result<String, Failure> {
     let registry = Registry::new();
     let name = |seq: u64| {
         let kind = log
@@ -246,20 +275,37 @@ fn verify_log(match_id: MatchId, log: &pb::AuditLog) -> Result<String, Failure> 
         })
         .map(|(game, _)| game)
         .ok_or_else(|| failed("the log has no creation event"))?;
-    let outcome = match state.outcome() {
-        Some(outcome) => {
-            let winners: Vec<String> = outcome.winners.iter().map(|s| s.to_string()).collect();
-            let scores: Vec<String> = outcome.scores.iter().map(|s| s.to_string()).collect();
-            format!(
-                "won by seat {} (scores {})",
-                winners.join(" and "),
-                scores.join(", ")
-            )
-        }
+    let outcome = match audit::outcome_of(state.as_ref()) {
+        Some(outcome) => audit::describe_outcome(Some(&outcome)),
         None => "no winner (the match ended before the game did)".to_owned(),
     };
+    let end = match (&log.head, key) {
+        (None, None) => "no head (audit format 1): whether events are missing at the end \
+                         was not checked"
+            .to_owned(),
+        (None, Some(_)) => {
+            return Err(failed(format!(
+                "match {match_id}: the log has no head (audit format 1), so no signature to \
+                 check --key against"
+            )));
+        }
+        (Some(head), None) => format!(
+            "it ends at its head (version {}); the head's signature was not checked (pass \
+             --key KEY, from GET /v1/audit/keys)",
+            head.version
+        ),
+        (Some(head), Some(key)) => {
+            audit::check_signature(head, key)
+                .map_err(|e| failed(format!("match {match_id}: {e}")))?;
+            format!(
+                "it ends at its head (version {}), signed by key {}",
+                head.version, head.key_id
+            )
+        }
+    };
     Ok(format!(
-        "OK match {match_id}: {}, {} events, hash chain, seed and every action verified; {outcome}",
+        "OK match {match_id}: {}, {} events, hash chain, seed and every action verified; \
+         {outcome}; {end}",
         game.kind(),
         log.events.len(),
     ))

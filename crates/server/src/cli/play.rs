@@ -1,7 +1,16 @@
 //! `missive play`: a terminal client for a person, over the public HTTP/JSON API. It creates a
-//! match or joins one (or resumes a seat with its token), shows the seat's view, lists the
-//! legal actions by number, sends the chosen one with a request id of its own (retried with
-//! the same id if the answer is lost), and waits on the watch stream while others play.
+//! match or joins one (or resumes a seat with its token), tells in sentences what happened
+//! since the player last looked (from the seat's own history, so what only this seat learnt
+//! too), shows the seat's view with cards by name, value and effect (from the catalogue of
+//! `GET /v1/games`, fetched once), lists the legal actions as numbered choices, sends the
+//! chosen one with a request id of its own (retried with the same id if the answer is lost),
+//! and waits on the watch stream while others play. The words are in `play/story.rs` and one
+//! module per game beside it.
+
+mod amori;
+mod lopti;
+mod love_letter;
+mod story;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -11,7 +20,11 @@ use clap::Args;
 use missive_store::MatchId;
 use serde_json::{Value, json};
 
+use self::story::{Catalogue, Story};
 use super::{Failure, exit, failed, find_blank_line, http_client, sse_event, unusable};
+
+/// The most lines of the past a terminal prints when it first looks at a match.
+const FIRST_LOOK_LINES: usize = 40;
 
 #[derive(Debug, Args)]
 pub struct PlayArgs {
@@ -71,6 +84,12 @@ struct Table {
     server: String,
     id: String,
     token: String,
+    /// The sentences: the catalogue, the seats' names, this seat.
+    story: Story,
+    /// The last event of the seat's history already told; `None` before the first look.
+    told: Option<u64>,
+    /// The version of the match the history was last read at.
+    looked: u64,
 }
 
 impl Table {
@@ -116,12 +135,68 @@ impl Table {
                 token
             }
         };
+        let games = send(
+            http.get(format!("{server}/v1/games"))
+                .timeout(Duration::from_secs(30)),
+        )
+        .await?;
         Ok(Table {
             http,
             server,
             id,
             token,
+            story: Story {
+                catalogue: Catalogue::from_json(&games),
+                me: None,
+                names: Vec::new(),
+            },
+            told: None,
+            looked: 0,
         })
+    }
+
+    /// Prints what happened since the last look, as the seat's history tells it.
+    async fn tell(&mut self, view: &Value) -> Result<(), Failure> {
+        self.story.me = view["seat"].as_u64();
+        self.story.names = view["match"]["seats"]
+            .as_array()
+            .map(|seats| {
+                seats
+                    .iter()
+                    .map(|s| s["player"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let version = version(&view["version"]);
+        if self.looked >= version {
+            return Ok(());
+        }
+        let url = format!("{}/v1/matches/{}/history", self.server, self.id);
+        let request = self
+            .http
+            .get(url)
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(30));
+        let history = send(request).await?;
+        self.looked = story::number(&history["version"]).unwrap_or(version);
+        let after = self.told.unwrap_or(0);
+        let mut lines = Vec::new();
+        for entry in history["entries"].as_array().into_iter().flatten() {
+            let seq = story::number(&entry["seq"]).unwrap_or(0);
+            if seq <= after {
+                continue;
+            }
+            self.told = Some(self.told.unwrap_or(0).max(seq));
+            lines.extend(self.story.entry(entry));
+        }
+        if lines.len() > FIRST_LOOK_LINES && after == 0 {
+            println!("… ({} earlier lines)", lines.len() - FIRST_LOOK_LINES);
+            lines.drain(..lines.len() - FIRST_LOOK_LINES);
+        }
+        for line in lines {
+            println!("* {line}");
+        }
+        Ok(())
     }
 
     async fn view(&self) -> Result<Value, Failure> {
@@ -134,22 +209,23 @@ impl Table {
         Ok(send(request).await?["view"].take())
     }
 
-    async fn run(self) -> Result<(), Failure> {
+    async fn run(mut self) -> Result<(), Failure> {
         loop {
             let view = self.view().await?;
-            print!("{}", describe_view(&view));
+            self.tell(&view).await?;
+            print!("{}", self.describe_view(&view));
             if let Some(outcome) = outcome(&view) {
                 println!("{outcome}");
                 return Ok(());
             }
             let legal = view["legalActions"].as_array().cloned().unwrap_or_default();
             if legal.is_empty() {
-                println!("waiting for seat(s) {} …", list(&view["awaiting"]));
+                println!("waiting for {} …", self.story.seats(&view["awaiting"]));
                 self.wait_after(version(&view["version"])).await?;
                 continue;
             }
             for (n, action) in legal.iter().enumerate() {
-                println!("  {:>2}. {}", n + 1, describe_action(action));
+                println!("  {:>2}. {}", n + 1, self.story.action(action));
             }
             let Some(choice) = choose(legal.len()).await? else {
                 println!(
@@ -201,6 +277,10 @@ impl Table {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             };
+            if too_fast(&response) {
+                tokio::time::sleep(retry_after(&response)).await;
+                continue;
+            }
             if !response.status().is_success() {
                 let status = response.status();
                 let text = response.text().await.unwrap_or_default();
@@ -243,17 +323,47 @@ fn post(
 }
 
 /// The JSON body of a successful answer, or a failure with the server's message.
+/// A request the server turned away for going too fast (429) is sent again after the wait it
+/// asks for, a few times.
 async fn send(request: reqwest::RequestBuilder) -> Result<Value, Failure> {
-    let response = request
-        .send()
-        .await
-        .map_err(|e| unusable(format!("the server does not answer: {e}")))?;
+    let mut request = request;
+    let mut attempt = 0;
+    let response = loop {
+        let again = request.try_clone();
+        let response = request
+            .send()
+            .await
+            .map_err(|e| unusable(format!("the server does not answer: {e}")))?;
+        match again {
+            Some(again) if too_fast(&response) && attempt < 5 => {
+                attempt += 1;
+                tokio::time::sleep(retry_after(&response)).await;
+                request = again;
+            }
+            _ => break response,
+        }
+    };
     let status = response.status();
     let text = response.text().await.unwrap_or_default();
     if !status.is_success() {
         return Err(failed(format!("{status}: {}", message(&text))));
     }
     serde_json::from_str(&text).map_err(|e| failed(format!("an answer that is not JSON: {e}")))
+}
+
+fn too_fast(response: &reqwest::Response) -> bool {
+    response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS
+}
+
+/// The wait a 429 answer asks for (`Retry-After`, in seconds), one second when it names none.
+fn retry_after(response: &reqwest::Response) -> Duration {
+    let secs = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    Duration::from_secs(secs.min(30))
 }
 
 fn message(body: &str) -> String {
@@ -298,7 +408,7 @@ fn version(value: &Value) -> u64 {
 fn list(value: &Value) -> String {
     let items: Vec<String> = value
         .as_array()
-        .map(|a| a.iter().map(compact).collect())
+        .map(|a| a.iter().map(|v| v.to_string()).collect())
         .unwrap_or_default();
     items.join(", ")
 }
@@ -311,61 +421,35 @@ fn outcome(view: &Value) -> Option<String> {
             list(&view["outcome"]["winners"]),
             list(&view["outcome"]["scores"])
         )),
-        "MATCH_STATUS_ABANDONED" => Some("match over: abandoned (a player left)".to_owned()),
+        "MATCH_STATUS_ABANDONED" => Some(
+            "match over: abandoned (a player left, or it was cancelled or expired before it started)"
+                .to_owned(),
+        ),
         _ => None,
     }
 }
 
-/// A value on one line: strings bare, objects as `key=value` pairs, lists in brackets.
-fn compact(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(compact).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(fields) => fields
-            .iter()
-            .map(|(k, v)| match v {
-                Value::Object(inner) if inner.is_empty() => k.clone(),
-                Value::Object(_) => format!("{k}({})", compact(v)),
-                _ => format!("{k}={}", compact(v)),
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
+impl Table {
+    /// The view as a few lines: the match and whose turn, then the game's state in words.
+    fn describe_view(&self, view: &Value) -> String {
+        let awaiting = match view["awaiting"].as_array() {
+            Some(seats) if !seats.is_empty() => {
+                format!("waiting for {}", self.story.seats(&view["awaiting"]))
+            }
+            _ => "waiting for no one".to_owned(),
+        };
+        format!(
+            "\n— {} match, version {}, {}; you are {}\n{}",
+            view["match"]["kind"].as_str().unwrap_or("?"),
+            version(&view["version"]),
+            awaiting,
+            match view["seat"].as_u64() {
+                Some(seat) => format!("seat {seat}"),
+                None => "watching".to_owned(),
+            },
+            self.story.view(&view["game"]),
+        )
     }
-}
-
-/// An action without its game's wrapper, fields in name order: `play(card=Guard guess=Priest target=1)`.
-fn describe_action(action: &Value) -> String {
-    match action.as_object() {
-        Some(fields) if fields.len() == 1 => {
-            compact(fields.values().next().unwrap_or(&Value::Null))
-        }
-        _ => compact(action),
-    }
-}
-
-/// The view as a few lines: the match, whose turn, then the game's own fields one a line.
-fn describe_view(view: &Value) -> String {
-    let mut out = format!(
-        "\n— {} match, version {}, seat {}, awaiting [{}]\n",
-        view["match"]["kind"].as_str().unwrap_or("?"),
-        version(&view["version"]),
-        compact(&view["seat"]),
-        list(&view["awaiting"]),
-    );
-    if let Some(game) = view["game"]
-        .as_object()
-        .and_then(|g| g.values().next())
-        .and_then(Value::as_object)
-    {
-        for (key, value) in game {
-            out += &format!("  {key}: {}\n", compact(value));
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -373,13 +457,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn actions_read_without_their_games_wrapper() {
-        let action = json!({ "loveLetter": { "play": { "card": "Guard", "target": 1, "guess": "Priest" } } });
+    fn actions_read_as_choices_with_the_cards_by_name_and_no_unset_value() {
+        let games = json!({ "games": [{ "catalogue": { "loveLetter": { "editions": [{ "roles": [
+            { "role": "LOVE_LETTER_ROLE_GUARD", "name": "Guard", "value": 1, "cards": ["A♠"], "effect": "Guess." },
+            { "role": "LOVE_LETTER_ROLE_PRIEST", "name": "Priest", "value": 2, "cards": ["2♠"], "effect": "Look." }
+        ] }] } } }] });
+        let story = Story {
+            catalogue: Catalogue::from_json(&games),
+            me: Some(0),
+            names: vec!["ann".into(), "bob".into()],
+        };
+        let guard = json!({ "loveLetter": { "play": { "card": "A♠", "target": 1, "guess": "LOVE_LETTER_ROLE_PRIEST" } } });
         assert_eq!(
-            describe_action(&action),
-            "play(card=Guard guess=Priest target=1)"
+            story.action(&guard),
+            "Play the Guard (1, A♠) on bob (seat 1), naming the Priest"
         );
-        assert_eq!(describe_action(&json!({ "lopti": { "pass": {} } })), "pass");
+        let priest = json!({ "loveLetter": { "play": { "card": "2♠", "guess": "LOVE_LETTER_ROLE_UNSPECIFIED" } } });
+        assert_eq!(story.action(&priest), "Play the Priest (2, 2♠)");
+        assert_eq!(
+            story.action(&json!({ "lopti": { "pickUp": {} } })),
+            "Pick up the pile"
+        );
+    }
+
+    #[test]
+    fn an_amori_reaction_reads_as_the_card_aimed_and_the_answers_to_it() {
+        let games = json!({ "games": [{ "catalogue": { "amori": { "eventCards": [
+            { "id": "slander", "name": "Slander", "effect": "Hostile: another player's daughter loses 1 Reputation." },
+            { "id": "chaperone", "name": "Chaperone", "effect": "Reaction: cancel it." }
+        ] } } }] });
+        let story = Story {
+            catalogue: Catalogue::from_json(&games),
+            me: Some(0),
+            names: vec!["ann".into(), "bob".into()],
+        };
+        let view = json!({ "amori": { "phase": { "reaction": { "attacker": 1, "target": 0, "card": "slander-4" } } } });
+        let told = story.view(&view);
+        assert!(
+            told.contains(
+                "now: bob (seat 1) plays Slander (slander-4) against your daughter (Hostile: \
+                 another player's daughter loses 1 Reputation.); answer it or let it happen"
+            ),
+            "{told}"
+        );
+        assert_eq!(
+            story.action(&json!({ "amori": { "pass": {} } })),
+            "Let the card take effect (no answer)"
+        );
+        assert_eq!(
+            story.action(&json!({ "amori": { "react": { "card": "chaperone-2" } } })),
+            "Answer with Chaperone (chaperone-2): Reaction: cancel it."
+        );
+        assert!(!told.to_lowercase().contains("unspecified"), "{told}");
     }
 
     #[test]

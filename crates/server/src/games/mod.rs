@@ -93,6 +93,11 @@ pub trait ProtoGame: Registered + Strategies {
         let _ = action;
         false
     }
+    /// What ListGames tells of the game (`games/<game>/catalogue.rs`): its names, editions
+    /// with their seat counts, options, bot strategies and its cards with their texts, the
+    /// tables taken from the rules so they cannot drift. The adapter fills in the kind, the
+    /// rules versions and the seat counts over all editions.
+    fn info() -> pb::GameInfo;
 }
 
 /// A refused action: the rule's stable code and a message that reveals nothing hidden.
@@ -159,6 +164,8 @@ pub trait GameKind: Send + Sync + Debug + 'static {
     fn action_to_proto(&self, action: &AnyAction) -> ApiResult<pb::GameAction>;
     /// See [`ProtoGame::action_is_public`]; false for another game's action.
     fn action_is_public(&self, action: &AnyAction) -> bool;
+    /// What ListGames tells of the game; see [`ProtoGame::info`].
+    fn info(&self) -> pb::GameInfo;
 }
 
 /// A running match's state, object-safe.
@@ -307,6 +314,18 @@ impl<G: ProtoGame> GameKind for Adapter<G> {
     fn action_is_public(&self, action: &AnyAction) -> bool {
         G::unwrap(action).is_some_and(G::action_is_public)
     }
+
+    fn info(&self) -> pb::GameInfo {
+        let mut info = G::info();
+        info.kind = G::KIND.to_owned();
+        info.rules_version = G::RULES_VERSION;
+        info.rules_versions = (G::OLDEST_RULES_VERSION..=G::RULES_VERSION)
+            .filter(|v| G::runs(*v))
+            .collect();
+        info.min_seats = info.editions.iter().map(|e| e.min_seats).min().unwrap_or(0);
+        info.max_seats = info.editions.iter().map(|e| e.max_seats).max().unwrap_or(0);
+        info
+    }
 }
 
 /// `action` as `G`'s own; another game's action is a bug of the caller's.
@@ -452,6 +471,8 @@ impl MatchState for NotDealt {
 #[derive(Debug, Clone)]
 pub struct Registry {
     games: HashMap<&'static str, Arc<dyn GameKind>>,
+    /// ListGames's answer, built once: it never changes while the server runs.
+    catalogue: Arc<pb::ListGamesResponse>,
 }
 
 impl Registry {
@@ -459,8 +480,16 @@ impl Registry {
         let games = registered()
             .into_iter()
             .map(|game| (game.kind(), game))
-            .collect();
-        Registry { games }
+            .collect::<HashMap<_, _>>();
+        let mut infos: Vec<pb::GameInfo> = games.values().map(|game| game.info()).collect();
+        infos.sort_by(|a, b| a.kind.cmp(&b.kind));
+        let catalogue = Arc::new(pb::ListGamesResponse { games: infos });
+        Registry { games, catalogue }
+    }
+
+    /// Every game's [`GameKind::info`], by kind.
+    pub fn catalogue(&self) -> &pb::ListGamesResponse {
+        &self.catalogue
     }
 
     pub fn get(&self, kind: &str) -> ApiResult<&Arc<dyn GameKind>> {

@@ -32,7 +32,8 @@ impl Service {
     }
 
     /// CreateMatch for `client`, held to its creation rate (each bot seat counting as one
-    /// creation more) and its cap on unfinished matches, once the request is known to be valid.
+    /// creation more) and its cap on open matches (those still waiting for players, which it
+    /// can cancel or which expire), once the request is known to be valid.
     /// The cap is counted in the store, so it holds across replicas, give or take creations
     /// racing on several of them at once.
     pub async fn create_match_by(
@@ -193,14 +194,16 @@ impl Service {
             client.limiter.check_create(&client.key, bot_seats.len())?;
             let cap = client.limiter.settings().max_open_matches;
             let creator = creator.as_deref().unwrap_or_default();
-            if cap > 0 && self.store.unfinished_by_creator(creator, cap).await? >= cap {
+            if cap > 0 && self.store.open_by_creator(creator, cap).await? >= cap {
                 // A retry of a creation that went through answers what it created.
                 if request_id.is_some()
                     && let Ok(again) = self.created_again(id, &creation).await
                 {
                     return Ok(again);
                 }
-                return Err(client.limiter.too_many_open_matches());
+                return Err(client
+                    .limiter
+                    .too_many_open_matches(self.settings.open_match_expiry));
             }
         }
         // Nothing is dealt until every seat is held: at once when every seat is a bot.
@@ -275,6 +278,7 @@ impl Service {
         Ok(pb::CreateMatchResponse {
             r#match: Some(info),
             invites,
+            cancel_token: keys.cancel_token(id),
         })
     }
 
@@ -306,9 +310,11 @@ impl Service {
         }
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
+        let keys = self.keys().await?;
         Ok(pb::CreateMatchResponse {
             r#match: Some(self.info(&record, game.as_ref()).await?),
-            invites: Self::invites(self.keys().await?, id, creation),
+            invites: Self::invites(keys, id, creation),
+            cancel_token: keys.cancel_token(id),
         })
     }
 }

@@ -20,7 +20,7 @@
 //! shares; `projection.rs` the cached match and the one fold of an event into it, and the
 //! deadline rule; `write.rs` the write path of every command that appends (decide, append,
 //! retry, fold); `render.rs` every `pb::` message built from store records; one file per
-//! command (`create.rs`, `join.rs`, `act.rs`, `leave.rs`, `webhook.rs`); `queries.rs` the
+//! command (`create.rs`, `join.rs`, `act.rs`, `leave.rs`, `cancel.rs`, `webhook.rs`); `queries.rs` the
 //! reads; `watch.rs` the live streams.
 
 use std::collections::HashMap;
@@ -42,7 +42,7 @@ use crate::auth::{self, Keys};
 use crate::bots;
 use crate::deal;
 use crate::error::{ApiError, ApiResult, Rule};
-use crate::events::{Bot, Creation, Event};
+use crate::events::{Bot, CloseReason, Creation, Event};
 use crate::games::{GameKind, MatchState, Registry};
 use crate::limits;
 use crate::table::{Observations, Table};
@@ -104,6 +104,9 @@ pub struct Settings {
     pub clock: crate::clock::Clock,
     /// What player tokens are verified with; `None`: seat tokens only.
     pub identity: Option<Arc<crate::identity::Verifier>>,
+    /// How long an open match waits for a join (from its last event) before it is closed as
+    /// expired (`expiry.rs`); `None`: open matches never expire.
+    pub open_match_expiry: Option<std::time::Duration>,
 }
 
 /// One appended event, as broadcast to watchers.
@@ -152,6 +155,8 @@ pub struct Service {
     webhook_wake: Arc<Notify>,
     /// What retried requests' answers are derived from, read from the store once.
     keys: tokio::sync::OnceCell<Keys>,
+    /// The key audit heads are signed with, read from the store once.
+    audit_signer: tokio::sync::OnceCell<crate::audit::Signer>,
 }
 
 /// Who acts: a caller with a seat token (and the seat the request names, if any), or this
@@ -221,7 +226,22 @@ impl Service {
             turns_written: tokio::sync::Notify::new(),
             webhook_wake: Arc::new(Notify::new()),
             keys: tokio::sync::OnceCell::new(),
+            audit_signer: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The key every server of this store signs audit heads with: its seed is stored once,
+    /// by whichever server needed it first.
+    pub(crate) async fn audit_signer(&self) -> ApiResult<&crate::audit::Signer> {
+        self.audit_signer
+            .get_or_try_init(|| async {
+                let seed = self
+                    .store
+                    .server_key(crate::audit::Signer::NAME, auth::random_bytes()?)
+                    .await?;
+                Ok(crate::audit::Signer::from_seed(seed))
+            })
+            .await
     }
 
     /// The key every server of this store derives retried requests' answers from.
@@ -286,6 +306,11 @@ impl Service {
                 .map_err(|e| ApiError::internal(format!("a write's task failed: {e}")))?
         })
         .await
+    }
+
+    /// How long an open match waits for a join before it expires; `None`: forever.
+    pub fn open_match_expiry(&self) -> Option<std::time::Duration> {
+        self.settings.open_match_expiry
     }
 
     /// The clock events are stamped with and turns fall due by.
@@ -473,6 +498,7 @@ impl Service {
 
 // After the macro above, which the commands use.
 mod act;
+mod cancel;
 mod create;
 mod join;
 mod leave;

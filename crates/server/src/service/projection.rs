@@ -184,6 +184,8 @@ pub(super) fn advance_record(
             record.status = MatchStatus::Finished;
         }
         Event::Action { .. } | Event::Timeout { .. } => {}
+        // An open match cancelled or expired: over before it started.
+        Event::Closed { .. } => record.status = MatchStatus::Abandoned,
     }
     record.version = event.seq;
     record.updated_at = event.at;

@@ -1,4 +1,5 @@
-//! The reads: GetMatch, ListMatches, GetView and GetHistory (with the replay behind it).
+//! The reads: ListGames, GetMatch, ListMatches, GetView and GetHistory (with the replay behind
+//! it).
 
 use super::*;
 
@@ -13,6 +14,11 @@ pub(super) struct Replayed<'a> {
 }
 
 impl Service {
+    /// ListGames: every game's catalogue, built once with the registry.
+    pub fn list_games(&self, _req: pb::ListGamesRequest) -> pb::ListGamesResponse {
+        self.games.catalogue().clone()
+    }
+
     pub async fn get_match(&self, req: pb::GetMatchRequest) -> ApiResult<pb::GetMatchResponse> {
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
@@ -35,8 +41,8 @@ impl Service {
             Err(_) => return Err(ApiError::invalid(format!("unknown status {}", req.status))),
         };
         let limit = match req.limit {
-            0 => 50,
-            n => n.min(200),
+            0 => limits::LIST_MATCHES_DEFAULT,
+            n => n.min(limits::LIST_MATCHES_MAX),
         };
         let after = if req.page_token.is_empty() {
             None
@@ -150,22 +156,44 @@ impl Service {
         let mut entries = Vec::new();
         let mut audit_events = Vec::new();
         let mut version = 0;
+        let mut outcome = None;
         let over = is_over(record.status);
         self.replay(&record, &game, 0, |step| {
             version = step.event.seq;
             entries.extend(Self::entries(game.as_ref(), &step, viewer)?);
             if over {
                 audit_events.push(Self::audit_event(game.as_ref(), step.event, step.typed)?);
+                outcome = crate::audit::outcome_of(step.state);
             }
             Ok(())
         })
         .await?;
         let audit = if over {
+            let seed_commitment = hex::encode(record.seed_hash);
+            // The head states where the log ends and how, signed: a copy cut short, or one
+            // whose outcome was rewritten, no longer verifies against it.
+            let mut head = pb::AuditHead {
+                match_id: id.to_string(),
+                version,
+                hash: audit_events
+                    .last()
+                    .map(|e: &pb::AuditEvent| e.hash.clone())
+                    .unwrap_or_default(),
+                status: status_to_proto(record.status) as i32,
+                outcome,
+                seed_commitment: seed_commitment.clone(),
+                rules_version: record.rules_version,
+                key_id: String::new(),
+                signature: String::new(),
+            };
+            self.audit_signer().await?.sign(&mut head);
             Some(pb::AuditLog {
                 seed: hex::encode(self.store.seed(id).await?),
-                seed_commitment: hex::encode(record.seed_hash),
+                seed_commitment,
                 rules_version: record.rules_version,
                 events: audit_events,
+                format: crate::audit::FORMAT,
+                head: Some(head),
             })
         } else {
             None
@@ -178,9 +206,17 @@ impl Service {
     }
 }
 
-/// The page size of ListMyMatches when the request names none, and the largest served.
-const MY_MATCHES_DEFAULT: u32 = 20;
-const MY_MATCHES_MAX: u32 = 100;
+impl Service {
+    /// The public keys audit heads are signed with: the one this store's servers share.
+    pub async fn get_audit_keys(
+        &self,
+        _req: pb::GetAuditKeysRequest,
+    ) -> ApiResult<pb::GetAuditKeysResponse> {
+        Ok(pb::GetAuditKeysResponse {
+            keys: vec![self.audit_signer().await?.public_key()],
+        })
+    }
+}
 
 impl Service {
     /// The caller's matches, newest activity first: each with the caller's seat, whether it
@@ -204,8 +240,8 @@ impl Service {
             Err(_) => return Err(ApiError::invalid(format!("unknown status {}", req.status))),
         };
         let limit = match req.limit {
-            0 => MY_MATCHES_DEFAULT,
-            n => n.min(MY_MATCHES_MAX),
+            0 => limits::MY_MATCHES_DEFAULT,
+            n => n.min(limits::MY_MATCHES_MAX),
         };
         let after = if req.page_token.is_empty() {
             None

@@ -25,6 +25,15 @@ impl Service {
                 "a rematch is for a match that is over",
             ));
         }
+        // A match cancelled or expired before it started (a seat was never taken) was never
+        // played: there is nothing to play again.
+        if old.seats.iter().any(|s| s.player.is_none()) {
+            return Err(ApiError::precondition(
+                Rule::MatchNotOver,
+                "this match was closed before it started, so it has no rematch: create a new \
+                 match instead",
+            ));
+        }
         let holder = old
             .seats
             .get(usize::from(seat))

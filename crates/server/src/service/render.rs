@@ -93,7 +93,10 @@ impl Service {
                 Some(seat) if active => state.legal_actions(seat),
                 _ => Vec::new(),
             },
-            game: (record.status != MatchStatus::Open).then(|| state.view(viewer)),
+            // Nothing before the deal: an open match, or one closed before it started.
+            game: (record.status != MatchStatus::Open)
+                .then(|| state.view(viewer))
+                .filter(|view| view.game.is_some()),
             outcome: state.outcome().map(|o| pb::Outcome {
                 winners: o.winners.iter().map(u32::from).collect(),
                 scores: o.scores,
@@ -157,6 +160,7 @@ impl Service {
                     action: shown.then(|| game.action_to_proto(&action)).transpose()?,
                 }))
             }
+            Event::Closed { reason } => Some(Entry::Closed(Self::closed(reason))),
             Event::Action { .. } => None,
         };
         Ok(said
@@ -176,6 +180,16 @@ impl Service {
             seat: seat.into(),
             player,
             nonce: nonce.unwrap_or_default(),
+        }
+    }
+
+    pub(super) fn closed(reason: CloseReason) -> pb::MatchClosed {
+        let reason = match reason {
+            CloseReason::Cancelled => pb::CloseReason::Cancelled,
+            CloseReason::Expired => pb::CloseReason::Expired,
+        };
+        pb::MatchClosed {
+            reason: reason as i32,
         }
     }
 
@@ -231,6 +245,7 @@ impl Service {
                 seat: seat.into(),
                 action: Some(game.action_to_proto(&game.decode_action(&action)?)?),
             }),
+            Event::Closed { reason } => Body::Closed(Self::closed(reason)),
         });
         Ok(pb::AuditEvent {
             seq: event.seq,

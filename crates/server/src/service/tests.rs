@@ -6,6 +6,7 @@ use missive_rules::love_letter::Action;
 use missive_store::GENESIS_HASH;
 
 use super::act::Act;
+use super::cancel::Close;
 use super::join::Join;
 use super::leave::Leave;
 use super::*;
@@ -492,4 +493,84 @@ fn an_ended_matchs_info_waits_for_its_seed() {
         .expect("built")
         .expect("the seed is known");
     assert_eq!(info.seed.as_deref(), Some(hex::encode([9; 32]).as_str()));
+}
+
+fn close(reason: CloseReason, request_id: Option<&str>, idle_secs: Option<i64>) -> Close<'_> {
+    Close {
+        reason,
+        request_id,
+        idle_for: idle_secs.map(chrono::Duration::seconds),
+    }
+}
+
+#[test]
+fn closing_an_open_match_abandons_it_and_the_fold_ends_it_undealt() {
+    let mut fixture = Fixture::love_letter(1, Some(60));
+    let Ok(Decision::Append(write, ())) =
+        close(CloseReason::Cancelled, Some("c-1"), None).decide(&fixture.live, true, at())
+    else {
+        panic!("an open match is closed");
+    };
+    assert_eq!(
+        write.event,
+        Event::Closed {
+            reason: CloseReason::Cancelled
+        }
+    );
+    assert_eq!(write.update.status, Some(MatchStatus::Abandoned));
+    assert!(write.update.seats.is_empty(), "the seats stay as they are");
+    assert_eq!(write.update.turns, Some(Vec::new()), "nobody is awaited");
+    assert!(write.ends, "the seed is read to be revealed");
+    let event = stored(fixture.live.record.id, 3, &write.event, Some("c-1"));
+    let observations = fixture
+        .live
+        .apply(&event, &write.event, None)
+        .expect("folds");
+    assert!(observations.is_empty(), "a closure tells the rules nothing");
+    assert_eq!(fixture.live.record.status, MatchStatus::Abandoned);
+    assert_eq!(fixture.live.record.version, 3);
+    assert!(!fixture.live.table.dealt(), "a closed match is never dealt");
+    assert!(fixture.live.deadlines.is_empty());
+    // A retry with the same request id answers again; another request is refused: over.
+    assert!(matches!(
+        close(CloseReason::Cancelled, Some("c-1"), None).decide(&fixture.live, true, at()),
+        Ok(Decision::Again(3, ()))
+    ));
+    assert!(matches!(
+        close(CloseReason::Cancelled, Some("c-2"), None).decide(&fixture.live, true, at()),
+        Err(ApiError::FailedPrecondition { rule, .. }) if rule == Rule::MatchOver.code()
+    ));
+}
+
+#[test]
+fn a_started_match_cannot_be_closed() {
+    let fixture = Fixture::love_letter(2, None);
+    for reason in [CloseReason::Cancelled, CloseReason::Expired] {
+        assert!(matches!(
+            close(reason, None, None).decide(&fixture.live, true, at()),
+            Err(ApiError::FailedPrecondition { rule, .. }) if rule == Rule::MatchStarted.code()
+        ));
+    }
+}
+
+#[test]
+fn an_open_match_expires_only_once_idle_for_the_whole_time() {
+    let fixture = Fixture::love_letter(1, None);
+    let later = |secs| at() + chrono::Duration::seconds(secs);
+    assert!(matches!(
+        close(CloseReason::Expired, None, Some(60)).decide(&fixture.live, true, later(59)),
+        Err(ApiError::FailedPrecondition { rule, .. }) if rule == Rule::MatchNotOpen.code()
+    ));
+    let Ok(Decision::Append(write, ())) =
+        close(CloseReason::Expired, None, Some(60)).decide(&fixture.live, true, later(60))
+    else {
+        panic!("idle for the expiry time: closed");
+    };
+    assert_eq!(
+        write.event,
+        Event::Closed {
+            reason: CloseReason::Expired
+        }
+    );
+    assert_eq!(write.request_id, None);
 }

@@ -75,7 +75,6 @@ impl Service {
         caller: &Caller,
         req: pb::GetWebhookRequest,
     ) -> ApiResult<pb::GetWebhookResponse> {
-        const RECENT: u32 = 50;
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
         let (_, seat) = self.token_seat(caller, id).await?;
@@ -87,7 +86,7 @@ impl Service {
             .unwrap_or_default();
         let deliveries = self
             .store
-            .deliveries(id, Some(seat), RECENT)
+            .deliveries(id, Some(seat), limits::RECENT_DELIVERIES)
             .await?
             .into_iter()
             .map(|d| pb::WebhookDelivery {

@@ -1,6 +1,11 @@
-//! The web client in a real browser: headless Chromium driven over WebDriver (chromedriver),
-//! two separate sessions (so two separate localStorages) playing a whole Love Letter match
-//! through the page alone, and the page's headers.
+//! The web client in a real browser: headless Chromium driven over WebDriver (chromedriver).
+//! A whole match of every game played through the page alone: Love Letter between two separate
+//! sessions (so two separate localStorages), one on a phone's screen, joined by invitation and
+//! followed by a rematch; Lopti and Amori e Intrighi on a phone against a bot. At every move the
+//! page must never show an enum's zero value ("unspecified"), and on a phone it must fit the
+//! screen's width with the moves on the first screen. A player signed in with a player token
+//! finds a match in the inbox and plays it with that token alone; and the page's headers.
+//! `MISSIVE_SCREENSHOT_DIR` keeps screenshots of the phone's screen, to look at.
 //!
 //! Without chromedriver the browser tests are skipped with a message, unless `CI` is set: then
 //! they fail, so CI cannot pass without having run them. `MISSIVE_CHROMEDRIVER` and
@@ -21,6 +26,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{Backend, Lcg, TestApp, spawn_app};
+use crate::players::{player_token, spawn_with_players};
+
+/// A phone's screen, in CSS pixels: every game is played on one, which the page must fit.
+const PHONE: (u32, u32) = (390, 844);
 
 /// A chromedriver on a free loopback port; killed on drop.
 struct Driver {
@@ -119,6 +128,12 @@ async fn browser(driver: &Driver, width: u32, height: u32) -> Client {
             format!("--window-size={width},{height}"),
         ]
     });
+    // A window is never narrower than 500 pixels: a phone's screen is emulated, as Chromium's
+    // device toolbar does.
+    if width < 500 {
+        options["mobileEmulation"] =
+            json!({ "deviceMetrics": { "width": width, "height": height, "pixelRatio": 1 } });
+    }
     if let Some(chromium) = binary("MISSIVE_CHROMIUM", "/usr/bin/chromium") {
         options["binary"] = json!(chromium.display().to_string());
     }
@@ -135,23 +150,48 @@ async fn browser(driver: &Driver, width: u32, height: u32) -> Client {
         .expect("a browser session")
 }
 
-/// What the match page says about itself (`#match`'s data attributes), or `Null` before it
-/// is shown.
-async fn page_state(browser: &Client) -> Value {
+/// What the match page says about itself (`#match`'s data attributes), or `null` before it is
+/// shown: the body of a script.
+const PAGE_STATE: &str = "const m = document.getElementById('match');
+     if (!m) return null;
+     const o = document.getElementById('outcome');
+     return { version: Number(m.dataset.version), status: m.dataset.status,
+              seat: m.dataset.seat, busy: m.dataset.busy === '1',
+              actions: document.querySelectorAll('button.action:not(:disabled):not(.folded)').length,
+              winners: o ? o.dataset.winners : null,
+              outcome: o ? o.textContent : null };";
+
+/// Where the page shows an enum's zero value as if it were a value (`…_UNSPECIFIED`, read as
+/// "unspecified"), in its text (the log and the audit table too, folded or not), its tooltips
+/// and its fields: the words around it, or `null`.
+const UNSPECIFIED: &str = "const texts = [document.body.textContent];
+     document.querySelectorAll('[title]').forEach((e) => texts.push(e.title));
+     document.querySelectorAll('input, textarea').forEach((e) => texts.push(e.value));
+     const text = texts.join('\\n');
+     const at = text.toLowerCase().indexOf('unspecified');
+     return at < 0 ? null : text.slice(Math.max(0, at - 300), at + 100);";
+
+/// The page's width against the window's, and where its first legal move is when it is
+/// scrolled to the top.
+const LAYOUT: &str = "window.scrollTo(0, 0);
+     const move = document.querySelector('button.action:not(:disabled):not(.folded)');
+     const r = move ? move.getBoundingClientRect() : null;
+     return { scrollWidth: document.documentElement.scrollWidth,
+              width: window.innerWidth, height: window.innerHeight,
+              move: r ? { top: r.top, bottom: r.bottom, text: move.textContent } : null };";
+
+/// The moves a player can click: enabled, and not folded away.
+const MOVES: &str = "button.action:not(:disabled):not(.folded)";
+
+async fn run(browser: &Client, script: &str) -> Value {
     browser
-        .execute(
-            "const m = document.getElementById('match');
-             if (!m) return null;
-             const o = document.getElementById('outcome');
-             return { version: Number(m.dataset.version), status: m.dataset.status,
-                      seat: m.dataset.seat, busy: m.dataset.busy === '1',
-                      actions: document.querySelectorAll('button.action:not(:disabled):not(.folded)').length,
-                      winners: o ? o.dataset.winners : null,
-                      outcome: o ? o.textContent : null };",
-            vec![],
-        )
+        .execute(script, vec![])
         .await
         .expect("the page answers")
+}
+
+async fn page_state(browser: &Client) -> Value {
+    run(browser, PAGE_STATE).await
 }
 
 /// Polls the page until `ready` holds, for at most `limit`.
@@ -198,19 +238,105 @@ async fn click(browser: &Client, css: &str) {
         .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
 }
 
-/// Clicks one of the page's enabled action buttons, chosen by `rng`; false when there was none
-/// to click (or the page re-rendered under the click, which the caller retries).
-async fn click_an_action(browser: &Client, rng: &mut Lcg) -> bool {
-    let Ok(buttons) = browser
-        .find_all(Locator::Css("button.action:not(:disabled):not(.folded)"))
+async fn choose(browser: &Client, css: &str, value: &str) {
+    browser
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css(css))
         .await
-    else {
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .select_by_value(value)
+        .await
+        .unwrap_or_else(|e| panic!("choosing {value} in {css}: {e}"));
+}
+
+/// Clicks one of the page's enabled action buttons, chosen by `rng` among those whose text
+/// holds none of `avoid` (among all, if every one does); false when there was none to click (or
+/// the page re-rendered under the click, which the caller retries).
+async fn click_an_action(browser: &Client, rng: &mut Lcg, avoid: &[&str]) -> bool {
+    let texts = browser
+        .execute(
+            "return Array.from(document.querySelectorAll(arguments[0]),
+                 (b) => `${b.dataset.group || ''} ${b.textContent}`);",
+            vec![json!(MOVES)],
+        )
+        .await
+        .unwrap_or_default();
+    let texts: Vec<&str> = texts
+        .as_array()
+        .map(|t| t.iter().map(|x| x.as_str().unwrap_or_default()).collect())
+        .unwrap_or_default();
+    click_one_of(browser, rng, &texts, avoid).await
+}
+
+/// Clicks one of the moves whose texts (group and label) are `texts`, as [`click_an_action`].
+async fn click_one_of(browser: &Client, rng: &mut Lcg, texts: &[&str], avoid: &[&str]) -> bool {
+    let Ok(buttons) = browser.find_all(Locator::Css(MOVES)).await else {
         return false;
     };
-    if buttons.is_empty() {
+    if buttons.is_empty() || buttons.len() != texts.len() {
         return false;
     }
-    buttons[rng.below(buttons.len())].click().await.is_ok()
+    buttons[pick(rng, texts, avoid)].click().await.is_ok()
+}
+
+/// One of `texts` chosen by `rng`, among those that hold none of `avoid` if there are any.
+fn pick(rng: &mut Lcg, texts: &[&str], avoid: &[&str]) -> usize {
+    let wanted: Vec<usize> = (0..texts.len())
+        .filter(|&i| !avoid.iter().any(|a| texts[i].contains(a)))
+        .collect();
+    if wanted.is_empty() {
+        rng.below(texts.len())
+    } else {
+        wanted[rng.below(wanted.len())]
+    }
+}
+
+/// Fails if the page shows an enum's zero value as if it were a value.
+async fn assert_reads_right(browser: &Client, when: &str) {
+    check_reads_right(&run(browser, UNSPECIFIED).await, when);
+}
+
+fn check_reads_right(found: &Value, when: &str) {
+    assert!(
+        found.is_null(),
+        "{when}: the page shows an unspecified value: …{}…",
+        found.as_str().unwrap_or_default()
+    );
+}
+
+/// Fails unless the page fits the width of the browser's window (no sideways scrolling) and,
+/// scrolled to the top, shows its first legal move on the screen.
+async fn assert_fits_the_screen(browser: &Client, when: &str) {
+    check_fits_the_screen(&run(browser, LAYOUT).await, when);
+}
+
+fn check_fits_the_screen(layout: &Value, when: &str) {
+    let width = layout["width"].as_f64().expect("a width");
+    assert!(
+        layout["scrollWidth"].as_f64().expect("a width") <= width,
+        "{when}: the page is wider than the screen: {layout}"
+    );
+    if layout["move"].is_object() {
+        let (top, bottom) = (
+            layout["move"]["top"].as_f64().expect("a top"),
+            layout["move"]["bottom"].as_f64().expect("a bottom"),
+        );
+        let height = layout["height"].as_f64().expect("a height");
+        assert!(
+            top >= 0.0 && bottom <= height,
+            "{when}: the first move is off the first screen: {layout}"
+        );
+    }
+}
+
+/// Saves a screenshot into `MISSIVE_SCREENSHOT_DIR` when it is set, to look at by hand.
+async fn keep_screenshot(browser: &Client, name: &str) {
+    let Some(dir) = std::env::var_os("MISSIVE_SCREENSHOT_DIR") else {
+        return;
+    };
+    let png = browser.screenshot().await.expect("a screenshot");
+    std::fs::write(PathBuf::from(dir).join(format!("{name}.png")), png).expect("writes");
 }
 
 async fn spectator_view(app: &TestApp, match_id: &str) -> Value {
@@ -230,13 +356,15 @@ async fn two_browsers_play_a_love_letter_match_through_the_page_alone() {
     let started = Instant::now();
     let app = spawn_app(Backend::Sqlite).await;
     let ann = browser(&driver, 1200, 900).await;
-    let bob = browser(&driver, 1200, 900).await;
+    // Bob plays on a phone.
+    let bob = browser(&driver, PHONE.0, PHONE.1).await;
     with_sessions(&[&ann, &bob], play_a_match(&app, &ann, &bob, started)).await;
     eprintln!("the browser match took {:?}", started.elapsed());
 }
 
 async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instant) {
-    // Ann creates a two-seat Love Letter match and takes the first seat.
+    // Ann creates a two-seat Love Letter match with the second seat held for a friend she
+    // invites, and takes the first seat.
     ann.goto(&app.url("/")).await.expect("opens the page");
     ann.wait()
         .at_most(Duration::from_secs(10))
@@ -246,6 +374,7 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
         .select_by_value("love-letter")
         .await
         .expect("a game");
+    choose(ann, "select.bot[data-seat='1']", "invite").await;
     type_into(ann, "#player", "ann").await;
     click(ann, "#create-button").await;
     wait_until(ann, "ann's seat", Duration::from_secs(10), |s| {
@@ -262,9 +391,32 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
         .expect("a link");
     let match_id = link.rsplit('/').next().expect("an id").to_owned();
     assert_eq!(link, app.url(&format!("/#/m/{match_id}")));
+    let invitation = ann
+        .find(Locator::Css("#invite-1"))
+        .await
+        .expect("an invitation for the second seat")
+        .prop("value")
+        .await
+        .expect("its value")
+        .expect("a link");
+    assert!(
+        invitation.starts_with(&format!("{link}/invite/")),
+        "{invitation}"
+    );
+    // The match waits for its invited player: it is not listed as open to anyone.
+    let open: Value = app
+        .http
+        .get(app.url("/v1/matches"))
+        .send()
+        .await
+        .expect("the open matches")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(!open.to_string().contains(&match_id), "{open}");
 
-    // Bob follows the link and joins; the match starts.
-    bob.goto(&link).await.expect("follows the link");
+    // Bob follows the invitation and joins; the match starts.
+    bob.goto(&invitation).await.expect("follows the invitation");
     type_into(bob, "#join-name", "bob").await;
     click(bob, "#join-button").await;
     for (who, page) in [("ann", ann), ("bob", bob)] {
@@ -285,6 +437,15 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
     let mut reloaded = false;
     loop {
         let (a, b) = (page_state(ann).await, page_state(bob).await);
+        for (who, page) in [("ann", ann), ("bob", bob)] {
+            assert_reads_right(page, &format!("{who}'s page after {moves} moves")).await;
+        }
+        if b["actions"].as_u64().unwrap_or(0) > 0 {
+            assert_fits_the_screen(bob, &format!("bob's phone after {moves} moves")).await;
+            if moves == 4 {
+                keep_screenshot(bob, "love-letter-phone").await;
+            }
+        }
         assert!(
             started.elapsed() < Duration::from_secs(50),
             "the match did not end in time ({moves} moves); ann's page: {a}, bob's: {b}"
@@ -296,7 +457,7 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
         for (page, state) in [(ann, &a), (bob, &b)] {
             if state["actions"].as_u64().unwrap_or(0) > 0 && state["busy"] == false {
                 let before = state["version"].as_u64().expect("a version");
-                if click_an_action(page, &mut rng).await {
+                if click_an_action(page, &mut rng, &[]).await {
                     wait_until(
                         page,
                         "the move to be applied",
@@ -415,8 +576,359 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
         .await
         .expect("text");
     assert!(first.starts_with("event 1 of"), "{first}");
+    for (who, page) in [("ann", ann), ("bob", bob)] {
+        assert_reads_right(page, &format!("{who}'s page of the finished match")).await;
+    }
+    assert_fits_the_screen(bob, "bob's phone at the end").await;
+    keep_screenshot(bob, "love-letter-phone-over").await;
+
+    // Both ask for a rematch: the same one, which starts once both have.
+    click(ann, "#rematch").await;
+    let rematch = wait_until(ann, "ann in the rematch", Duration::from_secs(10), |s| {
+        s["status"] == "MATCH_STATUS_OPEN" && s["seat"] == "0"
+    })
+    .await;
+    let rematch_url = ann.current_url().await.expect("a url").to_string();
+    assert!(!rematch_url.contains(&match_id), "{rematch_url}");
+    click(bob, "#rematch").await;
+    for (who, page) in [("ann", ann), ("bob", bob)] {
+        wait_until(
+            page,
+            &format!("{who} sees the rematch start"),
+            Duration::from_secs(10),
+            |s| s["status"] == "MATCH_STATUS_ACTIVE",
+        )
+        .await;
+    }
+    assert_eq!(
+        bob.current_url().await.expect("a url").to_string(),
+        rematch_url
+    );
+    assert_eq!(page_state(bob).await["seat"], "1", "{rematch}");
 
     eprintln!("{moves} moves");
+}
+
+/// Ann creates a two-seat match of `kind` through the page's form, with a random bot in the
+/// other seat and the form's `options` (a field's name and the text typed into it), and plays
+/// it to the end on a phone by clicking the page's moves; the page must read right and fit the
+/// screen at every one of her turns. She clicks moves at random, but none whose text holds one
+/// of `avoid` while there is another. Returns the number of moves she made.
+async fn play_against_a_bot_on_a_phone(
+    app: &TestApp,
+    page: &Client,
+    kind: &str,
+    options: &[(&str, &str)],
+    avoid: &[&str],
+    limit: Duration,
+) -> usize {
+    let started = Instant::now();
+    page.goto(&app.url("/")).await.expect("opens the page");
+    choose(page, "#create #kind", kind).await;
+    for (field, text) in options {
+        type_into(page, &format!("#create [name={field}]"), text).await;
+    }
+    choose(page, "select.bot[data-seat='1']", "random").await;
+    type_into(page, "#player", "ann").await;
+    click(page, "#create-button").await;
+    wait_until(page, "the match to start", Duration::from_secs(10), |s| {
+        s["seat"] == "0" && s["status"] == "MATCH_STATUS_ACTIVE"
+    })
+    .await;
+    let match_id = page
+        .current_url()
+        .await
+        .expect("a url")
+        .fragment()
+        .and_then(|f| f.rsplit('/').next())
+        .expect("the match's id")
+        .to_owned();
+
+    // Each round trip to the browser counts: one script reads the page's state, checks its
+    // text and layout and lists its moves; then one of them is clicked, and the next read
+    // waits for the version it makes.
+    let turn = format!(
+        "return {{ state: (() => {{ {PAGE_STATE} }})(),
+                   unspecified: (() => {{ {UNSPECIFIED} }})(),
+                   layout: (() => {{ {LAYOUT} }})(),
+                   moves: Array.from(document.querySelectorAll('{MOVES}'),
+                       (b) => `${{b.dataset.group || ''}} ${{b.textContent}}`) }};"
+    );
+    let first = run(page, &turn).await;
+    assert_eq!(
+        first["layout"]["width"],
+        json!(PHONE.0),
+        "a phone's width: {first}"
+    );
+    let mut rng = Lcg(0x5eed ^ kind.len() as u64);
+    let mut moves = 0;
+    let mut played = 0; // the version of her last move
+    let mut since = Instant::now();
+    loop {
+        let now = run(page, &turn).await;
+        let state = &now["state"];
+        assert!(
+            started.elapsed() < limit,
+            "the {kind} match did not end in {limit:?} ({moves} moves); the page: {state}"
+        );
+        if state["status"] == "MATCH_STATUS_FINISHED" {
+            break;
+        }
+        let version = state["version"].as_u64().unwrap_or(0);
+        let ready = state["actions"].as_u64().unwrap_or(0) > 0
+            && state["busy"] == false
+            && version > played;
+        if !ready {
+            assert!(
+                since.elapsed() < Duration::from_secs(10),
+                "the move after version {played} was not applied; the page: {state}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        let when = format!("{kind} after {moves} moves");
+        check_reads_right(&now["unspecified"], &when);
+        check_fits_the_screen(&now["layout"], &when);
+        if moves == 3 {
+            keep_screenshot(page, &format!("{kind}-phone")).await;
+        }
+        let texts: Vec<&str> = now["moves"]
+            .as_array()
+            .map(|t| t.iter().map(|x| x.as_str().unwrap_or_default()).collect())
+            .unwrap_or_default();
+        // Every tenth move is a real click, which the browser hit-tests (the button is on the
+        // screen, not covered); the others call the button's click(), one round trip instead
+        // of two, so a long match stays short to run.
+        let clicked = if moves % 10 == 0 {
+            click_one_of(page, &mut rng, &texts, avoid).await
+        } else if texts.is_empty() {
+            false
+        } else {
+            let script = format!(
+                "const b = document.querySelectorAll('{MOVES}')[arguments[0]];
+                 if (!b) return false; b.click(); return true;"
+            );
+            let index = pick(&mut rng, &texts, avoid);
+            page.execute(&script, vec![json!(index)]).await.ok() == Some(json!(true))
+        };
+        if clicked {
+            played = version;
+            since = Instant::now();
+            moves += 1;
+        }
+    }
+
+    // The page shows the outcome the server holds, and the whole log, read right.
+    let server = spectator_view(app, &match_id).await;
+    let winners = server["view"]["outcome"]["winners"]
+        .as_array()
+        .expect("an outcome")
+        .iter()
+        .map(|s| s.as_u64().expect("a seat").to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let state = wait_until(page, "the outcome", Duration::from_secs(5), |s| {
+        s["winners"].is_string()
+    })
+    .await;
+    assert_eq!(state["winners"], winners.as_str(), "{state}");
+    page.wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#seed-check.ok"))
+        .await
+        .expect("the audit of the finished match");
+    assert_reads_right(page, &format!("the finished {kind} match")).await;
+    assert_fits_the_screen(page, &format!("the finished {kind} match")).await;
+    keep_screenshot(page, &format!("{kind}-phone-over")).await;
+    assert!(moves > 1, "a whole match takes more than {moves} moves");
+    moves
+}
+
+#[tokio::test]
+async fn a_player_plays_a_whole_lopti_session_on_a_phone_through_the_page() {
+    let Some(driver) = driver().await else { return };
+    let started = Instant::now();
+    let app = spawn_app(Backend::Sqlite).await;
+    let page = browser(&driver, PHONE.0, PHONE.1).await;
+    let play = async {
+        let moves = play_against_a_bot_on_a_phone(
+            &app,
+            &page,
+            "lopti",
+            &[("hands", "1")],
+            // Picking the pile up when not made to only makes the session longer.
+            &["Pick up the pile"],
+            // About 100 of her moves: 10 to 20 s.
+            Duration::from_secs(90),
+        )
+        .await;
+        eprintln!("{moves} moves in {:?}", started.elapsed());
+    };
+    with_sessions(&[&page], play).await;
+}
+
+#[tokio::test]
+async fn a_player_plays_a_whole_amori_match_on_a_phone_through_the_page() {
+    let Some(driver) = driver().await else { return };
+    let started = Instant::now();
+    let app = spawn_app(Backend::Sqlite).await;
+    let page = browser(&driver, PHONE.0, PHONE.1).await;
+    let play = async {
+        let moves = play_against_a_bot_on_a_phone(
+            &app,
+            &page,
+            "amori-e-intrighi",
+            &[],
+            &[],
+            // A match of random moves takes her 200 to 600 moves: 20 to 60 s.
+            Duration::from_secs(120),
+        )
+        .await;
+        eprintln!("{moves} moves in {:?}", started.elapsed());
+    };
+    with_sessions(&[&page], play).await;
+}
+
+#[tokio::test]
+async fn a_signed_in_player_finds_a_match_in_the_inbox_and_plays_it_with_the_player_token_alone() {
+    let Some(driver) = driver().await else { return };
+    let app = spawn_with_players(Backend::Sqlite).await;
+    let page = browser(&driver, PHONE.0, PHONE.1).await;
+    with_sessions(&[&page], sign_in_and_play(&app, &page)).await;
+}
+
+async fn sign_in_and_play(app: &TestApp, page: &Client) {
+    page.goto(&app.url("/")).await.expect("opens the page");
+    // A token the server refuses is said so, and not kept.
+    click(page, "#signin summary").await;
+    type_into(page, "#player-token", "not-a-token").await;
+    click(page, "#signin-button").await;
+    let refused = page
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#signin .error"))
+        .await
+        .expect("the refusal")
+        .text()
+        .await
+        .expect("text");
+    assert!(refused.contains("refused"), "{refused}");
+    type_into(page, "#player-token", &player_token("carol")).await;
+    click(page, "#signin-button").await;
+    let signed_in = page
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#signed-in"))
+        .await
+        .expect("signed in")
+        .text()
+        .await
+        .expect("text");
+    assert!(signed_in.contains("carol"), "{signed_in}");
+
+    // Signed in, no name is needed: the seat is bound to the player and named by the token.
+    choose(page, "#create #kind", "love-letter").await;
+    choose(page, "select.bot[data-seat='1']", "random").await;
+    type_into(page, "#player", "").await;
+    click(page, "#create-button").await;
+    wait_until(page, "carol's seat", Duration::from_secs(10), |s| {
+        s["seat"] == "0"
+    })
+    .await;
+    let match_id = page
+        .current_url()
+        .await
+        .expect("a url")
+        .fragment()
+        .and_then(|f| f.rsplit('/').next())
+        .expect("the match's id")
+        .to_owned();
+
+    // On another device (here: this browser forgetting its seat token), the inbox lists the
+    // match, and the player token alone opens and plays it.
+    page.execute(
+        "Object.keys(localStorage).filter((k) => k.startsWith('missive.match.'))
+           .forEach((k) => localStorage.removeItem(k));",
+        vec![],
+    )
+    .await
+    .expect("forgets the seat");
+    page.goto(&app.url("/")).await.expect("opens the page");
+    click(page, &format!("#inbox li[data-match='{match_id}'] a")).await;
+    let state = wait_until(page, "carol's turn", Duration::from_secs(10), |s| {
+        s["seat"] == "0" && s["actions"].as_u64().unwrap_or(0) > 0 && s["busy"] == false
+    })
+    .await;
+    let held = page
+        .execute(
+            "return Object.keys(localStorage).filter((k) => k.startsWith('missive.match.')).length;",
+            vec![],
+        )
+        .await
+        .expect("the page answers");
+    assert_eq!(held, json!(0), "no seat token was kept");
+    let before = state["version"].as_u64().expect("a version");
+    let mut rng = Lcg(3);
+    assert!(
+        click_an_action(page, &mut rng, &[]).await,
+        "a move to click"
+    );
+    wait_until(page, "carol's move", Duration::from_secs(10), |s| {
+        s["version"].as_u64().is_some_and(|v| v > before)
+    })
+    .await;
+    assert_reads_right(page, "carol's match").await;
+    let seat = spectator_view(app, &match_id).await["view"]["match"]["seats"][0].clone();
+    assert_eq!(seat["player"], "carol", "{seat}");
+}
+
+#[tokio::test]
+async fn the_creator_cancels_an_open_match_from_its_page_and_the_log_says_so() {
+    let Some(driver) = driver().await else { return };
+    let app = spawn_app(Backend::Sqlite).await;
+    let page = browser(&driver, PHONE.0, PHONE.1).await;
+    with_sessions(&[&page], cancel_from_the_page(&app, &page)).await;
+}
+
+async fn cancel_from_the_page(app: &TestApp, page: &Client) {
+    page.goto(&app.url("/")).await.expect("opens the page");
+    choose(page, "#create #kind", "love-letter").await;
+    // The creator takes no seat: the cancel token is all that lets them call the match off.
+    run(
+        page,
+        "document.getElementById('join-self').checked = false;",
+    )
+    .await;
+    click(page, "#create-button").await;
+    wait_until(
+        page,
+        "the open match's page",
+        Duration::from_secs(10),
+        |s| s["status"] == "MATCH_STATUS_OPEN",
+    )
+    .await;
+    click(page, "#cancel-match").await;
+    page.accept_alert()
+        .await
+        .expect("the confirmation is accepted");
+    wait_until(
+        page,
+        "the match to be cancelled",
+        Duration::from_secs(10),
+        |s| s["status"] == "MATCH_STATUS_ABANDONED",
+    )
+    .await;
+    let text = run(page, "return document.body.textContent;").await;
+    let text = text.as_str().unwrap_or_default();
+    assert!(
+        text.contains("Its creator cancelled the match before it started."),
+        "the log says why the match ended: {text}"
+    );
+    assert!(
+        page.find(Locator::Css("#cancel-match")).await.is_err(),
+        "a cancelled match offers no cancel button"
+    );
+    assert_reads_right(page, "a cancelled match").await;
 }
 
 #[tokio::test]
@@ -565,7 +1077,7 @@ async fn screenshots() {
                 })
                 .await;
                 let before = state["version"].as_u64().expect("a version");
-                if click_an_action(&page, &mut rng).await {
+                if click_an_action(&page, &mut rng, &[]).await {
                     wait_until(&page, "the move", Duration::from_secs(10), |s| {
                         s["version"].as_u64().is_some_and(|v| v > before)
                     })

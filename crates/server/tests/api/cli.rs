@@ -160,7 +160,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         response.headers()["missive-audit-format"],
-        "1",
+        "2",
         "the audit format travels with the history"
     );
     let body = response.bytes().await.expect("body");
@@ -180,7 +180,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     assert!(out.status.success(), "history: {}", text(&out.stderr));
     assert_eq!(std::fs::read(&fetched).expect("read"), body.to_vec());
 
-    // A file named for its match needs no --match; another needs it.
+    // The log's head names its match: no --match, whatever the file's name.
     let out = missive(&["verify", &saved.display().to_string()]);
     assert_eq!(out.status.code(), Some(0), "verify: {}", text(&out.stderr));
     let history: Value = serde_json::from_slice(&body).expect("JSON");
@@ -192,18 +192,48 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
         "{summary}"
     );
     assert!(summary.contains("won by seat"), "{summary}");
+    assert!(
+        summary.contains("the head's signature was not checked"),
+        "{summary}"
+    );
     let out = missive(&["verify", &fetched.display().to_string()]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(verify(&fetched, &id).status.code(), Some(0));
+
+    // Another match's id: the head names this one.
+    let other = uuid::Uuid::new_v4().to_string();
+    let out = verify(&saved, &other);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("the log's head is of match \"{id}\"")),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let log: pb::AuditLog = serde_json::from_value(history["audit"].clone()).expect("an AuditLog");
+
+    // A log of format 1 (no head), as older servers exported it, still verifies, and says
+    // what it could not check; under another match's id its very first hash no longer holds.
+    let mut old = log.clone();
+    old.format = 0;
+    old.head = None;
+    let file = dir.join(format!("{id}-format-1.json"));
+    write_with_log(&file, &history, &old);
+    let out = verify(&file, &id);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("no head (audit format 1)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = missive(&["verify", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2), "a format 1 log names no match");
     assert!(
         text(&out.stderr).contains("--match"),
         "{}",
         text(&out.stderr)
     );
-    assert_eq!(verify(&fetched, &id).status.code(), Some(0));
-
-    // Another match's id: the very first event's hash no longer holds.
-    let other = uuid::Uuid::new_v4().to_string();
-    let out = verify(&saved, &other);
+    let out = verify(&file, &other);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("event 1 (created) does not verify"),
@@ -211,7 +241,52 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
         text(&out.stderr)
     );
 
-    let log: pb::AuditLog = serde_json::from_value(history["audit"].clone()).expect("an AuditLog");
+    // The last event dropped: every hash left holds, and the head says the log goes on.
+    let mut cut = log.clone();
+    let last = cut.events.pop().expect("events");
+    let file = dir.join("cut.json");
+    write_with_log(&file, &history, &cut);
+    let out = missive(&["verify", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "the log stops short of its head: it holds {} events, and its head is at version {}",
+            last.seq - 1,
+            last.seq
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Cut short with its head moved back to match: the head still says the match finished,
+    // and the events left reach no outcome.
+    let mut forged = cut.clone();
+    let head = forged.head.as_mut().expect("a head");
+    head.version -= 1;
+    head.hash = cut.events.last().expect("events").hash.clone();
+    let file = dir.join("cut-and-moved.json");
+    write_with_log(&file, &history, &forged);
+    let out = missive(&["verify", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr)
+            .contains("the head says the match finished, but its events reach no outcome"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The head's hash changed: the log does not end where its head says.
+    let mut tampered = log.clone();
+    tampered.head.as_mut().expect("a head").hash = last.prev_hash.clone();
+    let file = dir.join("head-hash.json");
+    write_with_log(&file, &history, &tampered);
+    let out = missive(&["verify", &file.display().to_string()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("is not the head's"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // One byte of one event: the second player's name.
     let mut tampered = log.clone();
@@ -444,7 +519,7 @@ async fn missive_play_creates_a_match_against_a_bot_and_plays_it_to_the_end() {
         "a bad answer is asked again: {stdout}"
     );
     assert!(
-        stdout.contains("  1. play("),
+        stdout.contains("  1. Play the "),
         "actions are listed by number: {stdout}"
     );
     let result = stdout

@@ -32,6 +32,7 @@ pub(crate) async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool
             webhook_allow_private: false,
             clock: clock.clone(),
             identity: None,
+            open_match_expiry: None,
         },
     ));
     let mut stop = stop.clone();

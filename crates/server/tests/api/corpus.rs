@@ -1,7 +1,7 @@
 //! The typed event log writes what the log has always held: real matches of every game (bots
-//! to the end, seats joined and left, a deadline passing, a match abandoned) are played through
-//! the server, and every stored event, read into its typed form and written back, has the same
-//! canonical bytes and so the same hash.
+//! to the end, seats joined and left, a deadline passing, a match abandoned, one cancelled)
+//! are played through the server, and every stored event, read into its typed form and
+//! written back, has the same canonical bytes and so the same hash.
 
 use std::time::{Duration, Instant};
 
@@ -127,6 +127,26 @@ async fn every_stored_event_re_encodes_to_its_bytes_and_hash() {
         .await
         .expect("leave");
     ids.push(id);
+    // An open match cancelled by its creator.
+    let created = client
+        .create_match(pb::CreateMatchRequest {
+            options: Some(games()[0].options.clone()),
+            seat_count: 2,
+            ..Default::default()
+        })
+        .await
+        .expect("create")
+        .into_inner();
+    let cancelled = created.r#match.expect("info").match_id;
+    client
+        .cancel_match(pb::CancelMatchRequest {
+            match_id: cancelled.clone(),
+            cancel_token: created.cancel_token,
+            request_id: "cancel-1".into(),
+        })
+        .await
+        .expect("cancel");
+    ids.push(cancelled);
     for id in &ids {
         let id: MatchId = id.parse().expect("uuid");
         wait_until("the bots finish", async || {
@@ -159,7 +179,7 @@ async fn every_stored_event_re_encodes_to_its_bytes_and_hash() {
             *kinds.entry(stored.kind.clone()).or_default() += 1;
         }
     }
-    for kind in ["created", "joined", "left", "action", "timeout"] {
+    for kind in ["created", "joined", "left", "action", "timeout", "closed"] {
         assert!(
             kinds.get(kind).is_some_and(|n| *n > 0),
             "no {kind} event among {kinds:?}"

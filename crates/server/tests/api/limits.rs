@@ -2,7 +2,7 @@
 //! limit both transports answer RESOURCE_EXHAUSTED with when to retry (HTTP 429 `Retry-After`,
 //! gRPC `google.rpc.RetryInfo`) and nothing changes; one client over its limit does not slow
 //! another; health, metrics and the web client are never limited; watch streams are capped;
-//! a slow sender is cut off; a creator's open matches are capped.
+//! a slow sender is cut off; a creator's open matches (not its started ones) are capped.
 //!
 //! Clients are told apart here by `X-Forwarded-For` from the trusted loopback peer
 //! (`MISSIVE_TRUSTED_PROXIES=127.0.0.1`), as behind a load balancer.
@@ -329,7 +329,7 @@ async fn creations_are_limited_more_strictly_bots_cost_more_and_refusals_change_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_creators_unfinished_matches_are_capped() {
+async fn a_creators_open_matches_are_capped_with_a_refusal_that_names_no_setting() {
     let app = spawn(&[("MISSIVE_MAX_OPEN_MATCHES", "2")]).await;
     let creator = "192.0.2.20";
     let first = json!({ "options": { "loveLetter": {} }, "requestId": "cap-first" });
@@ -340,19 +340,33 @@ async fn a_creators_unfinished_matches_are_capped() {
         create_as(&app, creator, &create_body()).await.status(),
         StatusCode::CREATED
     );
-    // At the cap: refused on both transports, naming it.
-    let retry = assert_429(
-        create_as(&app, creator, &create_body()).await,
-        "MISSIVE_MAX_OPEN_MATCHES",
-    )
-    .await;
+    // At the cap: refused on both transports, saying what to do and naming no setting.
+    let refused = create_as(&app, creator, &create_body()).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .expect("text")
+        .parse()
+        .expect("whole seconds");
     assert!(retry >= 1);
+    let body: Value = refused.json().await.expect("json");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("2 matches waiting for players") && message.contains("cancel one"),
+        "{message}"
+    );
+    assert!(message.contains("CancelMatch"), "{message}");
+    assert!(
+        !message.contains("MISSIVE_"),
+        "no setting is named: {message}"
+    );
     let mut grpc = app.grpc().await;
     let refused = grpc
         .create_match(as_client(creator, love_letter_options(2)))
         .await
         .expect_err("at the cap");
     assert_exhausted(&refused, "open match cap");
+    assert!(!refused.message().contains("MISSIVE_"), "{refused:?}");
     // A retry of a creation that went through still answers its match.
     let again = create_as(&app, creator, &first).await;
     assert!(again.status().is_success(), "{}", again.status());
@@ -372,40 +386,69 @@ async fn a_creators_unfinished_matches_are_capped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn finished_matches_no_longer_count_against_the_cap() {
+async fn a_creator_at_the_cap_creates_again_after_cancelling_one_and_started_matches_do_not_count()
+{
     let app = spawn(&[("MISSIVE_MAX_OPEN_MATCHES", "1")]).await;
     let creator = "192.0.2.30";
-    // Bots in every seat: the match starts at once and the server plays it to the end.
+    let created = create_as(&app, creator, &create_body()).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: Value = created.json().await.expect("json");
+    let id = created["match"]["matchId"].as_str().expect("id").to_owned();
+    let cancel_token = created["cancelToken"].as_str().expect("a cancel token");
+    assert_eq!(
+        create_as(&app, creator, &create_body()).await.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "the open match counts"
+    );
+    let cancelled = app
+        .http
+        .post(app.url(&format!("/v1/matches/{id}/cancel")))
+        .header("x-forwarded-for", creator)
+        .json(&json!({ "cancelToken": cancel_token }))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancelled.status(), StatusCode::OK);
+    // The place is free again; the new match fills up and starts, and no longer counts.
+    let created = create_as(&app, creator, &create_body()).await;
+    assert_eq!(
+        created.status(),
+        StatusCode::CREATED,
+        "cancelling frees a place"
+    );
+    let created: Value = created.json().await.expect("json");
+    let id = created["match"]["matchId"].as_str().expect("id").to_owned();
+    for player in ["ann", "bob"] {
+        let joined = app
+            .http
+            .post(app.url(&format!("/v1/matches/{id}/join")))
+            .header("x-forwarded-for", "192.0.2.31")
+            .json(&json!({ "player": player }))
+            .send()
+            .await
+            .expect("join");
+        assert_eq!(joined.status(), StatusCode::OK);
+    }
+    // Bots in every seat: started at once, so never counted either.
     let bots = json!({
         "options": { "loveLetter": {} },
         "seatCount": 2,
         "bots": [{ "seat": 0 }, { "seat": 1 }]
     });
-    let created = create_as(&app, creator, &bots).await;
-    assert_eq!(created.status(), StatusCode::CREATED);
-    let created: Value = created.json().await.expect("json");
-    let id = created["match"]["matchId"].as_str().expect("id").to_owned();
+    assert_eq!(
+        create_as(&app, creator, &bots).await.status(),
+        StatusCode::CREATED,
+        "the started match does not count"
+    );
+    assert_eq!(
+        create_as(&app, creator, &create_body()).await.status(),
+        StatusCode::CREATED,
+        "nor does the bots' match"
+    );
     assert_eq!(
         create_as(&app, creator, &create_body()).await.status(),
         StatusCode::TOO_MANY_REQUESTS,
-        "the bots' match is unfinished"
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let info: Value = get_as(&app, "192.0.2.31", &format!("/v1/matches/{id}"))
-            .await
-            .json()
-            .await
-            .expect("json");
-        if info["match"]["status"] == "MATCH_STATUS_FINISHED" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the bots did not finish: {info}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        create_as(&app, creator, &create_body()).await.status(),
-        StatusCode::CREATED
+        "the new open match does"
     );
 }
 

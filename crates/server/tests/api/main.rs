@@ -2,14 +2,17 @@
 //! (and, where a test must hold the clock, the service itself in this process).
 
 mod amori;
+mod audit;
 mod authz;
 mod browser;
+mod cancel;
 mod cli;
 mod clock;
 mod corpus;
 mod deal;
 mod decoding;
 mod deploy;
+mod games;
 mod golden;
 mod grpc;
 mod helpers;
@@ -17,11 +20,13 @@ mod http;
 mod invites;
 mod limits;
 mod lopti;
+mod openapi;
 mod play;
 mod players;
 mod replicas;
 mod retries;
 mod telemetry;
+mod terminal;
 mod turns;
 mod watch;
 mod web;

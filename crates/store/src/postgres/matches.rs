@@ -127,16 +127,16 @@ pub(super) async fn create(
     Ok(())
 }
 
-/// How many of `creator`'s matches are open or active, counting no further than `limit`
-/// (through the partial index `matches_creator_unfinished`).
-pub(super) async fn unfinished_by_creator(
+/// How many of `creator`'s matches are open, counting no further than `limit` (through the
+/// partial index `matches_creator_open`).
+pub(super) async fn open_by_creator(
     executor: impl sqlx::PgExecutor<'_>,
     creator: &str,
     limit: u32,
 ) -> Result<u32, StoreError> {
     let (count,): (i64,) = sqlx::query_as(
         "SELECT count(*) FROM (SELECT 1 FROM matches
-             WHERE creator = $1 AND status IN ('open', 'active') LIMIT $2) c",
+             WHERE creator = $1 AND status = 'open' LIMIT $2) c",
     )
     .bind(creator)
     .bind(i64::from(limit))
@@ -144,6 +144,41 @@ pub(super) async fn unfinished_by_creator(
     .await
     .map_err(db)?;
     Ok(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
+pub(super) async fn creator(pool: &PgPool, id: MatchId) -> Result<Option<String>, StoreError> {
+    let row: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT creator FROM matches WHERE match_id = $1::uuid")
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?;
+    Ok(row.ok_or(StoreError::NotFound(id))?.0)
+}
+
+/// Open matches last changed at or before `before`, the longest idle first (through the partial
+/// index `matches_open_idle`). An open match's row is written by each of its events (every
+/// one changes its seats or its status), so its `updated_at` is its last event's time.
+pub(super) async fn open_idle_since(
+    pool: &PgPool,
+    before: chrono::DateTime<chrono::Utc>,
+    limit: u32,
+) -> Result<Vec<MatchId>, StoreError> {
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "SELECT match_id::text FROM matches WHERE status = 'open' AND updated_at <= $1
+         ORDER BY updated_at LIMIT $2",
+    )
+    .bind(before)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    ids.into_iter()
+        .map(|(id,)| {
+            id.parse()
+                .map_err(|_| StoreError::Corrupt(format!("match id {id:?}")))
+        })
+        .collect()
 }
 
 pub(super) async fn get(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {

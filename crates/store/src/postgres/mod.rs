@@ -218,10 +218,18 @@ impl Backend for Pg {
         matches::create(self, m, events).await
     }
 
-    async fn unfinished_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
+    async fn open_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
         self.reads
-            .run(async |conn| matches::unfinished_by_creator(conn, creator, limit).await)
+            .run(async |conn| matches::open_by_creator(conn, creator, limit).await)
             .await
+    }
+
+    async fn creator(&self, id: MatchId) -> Answer<Option<String>> {
+        matches::creator(&self.pool, id).await
+    }
+
+    async fn open_idle_since(&self, before: DateTime<Utc>, limit: u32) -> Answer<Vec<MatchId>> {
+        matches::open_idle_since(&self.pool, before, limit).await
     }
 
     async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {

@@ -61,16 +61,17 @@ pub(super) async fn create(
     tx.commit().await.map_err(db)
 }
 
-/// How many of `creator`'s matches are open or active, counting no further than `limit`
-/// (through the partial index `matches_creator_unfinished`).
-pub(super) async fn unfinished_by_creator(
+/// How many of `creator`'s matches are open, counting no further than `limit` (through the
+/// partial index `matches_creator_open`, whose condition the statement spells out as written:
+/// SQLite uses a partial index only for a query whose terms name its condition).
+pub(super) async fn open_by_creator(
     pool: &SqlitePool,
     creator: &str,
     limit: u32,
 ) -> Result<u32, StoreError> {
     let (count,): (i64,) = sqlx::query_as(
         "SELECT count(*) FROM (SELECT 1 FROM matches
-             WHERE creator = ?1 AND status IN ('open', 'active') LIMIT ?2)",
+             WHERE creator = ?1 AND status = 'open' LIMIT ?2)",
     )
     .bind(creator)
     .bind(i64::from(limit))
@@ -78,6 +79,41 @@ pub(super) async fn unfinished_by_creator(
     .await
     .map_err(db)?;
     Ok(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
+pub(super) async fn creator(pool: &SqlitePool, id: MatchId) -> Result<Option<String>, StoreError> {
+    let row: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT creator FROM matches WHERE match_id = ?")
+            .bind(id.to_string())
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?;
+    Ok(row.ok_or(StoreError::NotFound(id))?.0)
+}
+
+/// Open matches last changed at or before `before`, the longest idle first (through the partial
+/// index `matches_open_idle`). `updated_at` is RFC 3339 text in UTC, written with the same
+/// formatting every time, which sorts as the times do.
+pub(super) async fn open_idle_since(
+    pool: &SqlitePool,
+    before: chrono::DateTime<chrono::Utc>,
+    limit: u32,
+) -> Result<Vec<MatchId>, StoreError> {
+    let ids: Vec<(String,)> = sqlx::query_as(
+        "SELECT match_id FROM matches WHERE status = 'open' AND updated_at <= ?1
+         ORDER BY updated_at LIMIT ?2",
+    )
+    .bind(before)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
+    ids.into_iter()
+        .map(|(id,)| {
+            id.parse()
+                .map_err(|_| StoreError::Corrupt(format!("match id {id:?}")))
+        })
+        .collect()
 }
 
 pub(super) async fn read(

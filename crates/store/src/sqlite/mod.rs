@@ -83,8 +83,16 @@ impl Backend for Sqlite {
         matches::create(&self.pool, m, events).await
     }
 
-    async fn unfinished_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
-        matches::unfinished_by_creator(&self.pool, creator, limit).await
+    async fn open_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
+        matches::open_by_creator(&self.pool, creator, limit).await
+    }
+
+    async fn creator(&self, id: MatchId) -> Answer<Option<String>> {
+        matches::creator(&self.pool, id).await
+    }
+
+    async fn open_idle_since(&self, before: DateTime<Utc>, limit: u32) -> Answer<Vec<MatchId>> {
+        matches::open_idle_since(&self.pool, before, limit).await
     }
 
     async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {

@@ -35,7 +35,7 @@ fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn location_to_proto(location: Location) -> pb::AmoriLocation {
+pub(super) fn location_to_proto(location: Location) -> pb::AmoriLocation {
     match location {
         Location::Theater => pb::AmoriLocation::Theater,
         Location::Tavern => pb::AmoriLocation::Tavern,
@@ -85,7 +85,7 @@ fn attribute_from_proto(value: i32) -> Result<Option<Attribute>, String> {
     })
 }
 
-fn die_to_proto(die: Die) -> pb::AmoriDie {
+pub(super) fn die_to_proto(die: Die) -> pb::AmoriDie {
     match die {
         Die::Casanova => pb::AmoriDie::Casanova,
         Die::Drink => pb::AmoriDie::Drink,
@@ -93,7 +93,7 @@ fn die_to_proto(die: Die) -> pb::AmoriDie {
     }
 }
 
-fn face_to_proto(face: DieFace) -> pb::AmoriDieFace {
+pub(super) fn face_to_proto(face: DieFace) -> pb::AmoriDieFace {
     match face {
         DieFace::Clover => pb::AmoriDieFace::Clover,
         DieFace::PinkHat => pb::AmoriDieFace::PinkHat,
@@ -104,7 +104,7 @@ fn face_to_proto(face: DieFace) -> pb::AmoriDieFace {
     }
 }
 
-fn attributes(a: &Attributes) -> pb::AmoriAttributes {
+pub(super) fn attributes(a: &Attributes) -> pb::AmoriAttributes {
     pb::AmoriAttributes {
         reputation: a.reputation.into(),
         beauty: a.beauty.into(),
@@ -247,6 +247,10 @@ fn wrap(action: pb::amori_action::Action) -> pb::GameAction {
 }
 
 impl ProtoGame for Amori {
+    fn info() -> pb::GameInfo {
+        super::catalogue::info()
+    }
+
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Config, String>> {
         let pb::game_options::Game::Amori(o) = options.game.as_ref()? else {
             return None;

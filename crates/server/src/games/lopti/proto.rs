@@ -32,7 +32,7 @@ fn cards<C: FromIterator<Card>>(ids: &[String]) -> Result<C, String> {
     ids.iter().map(|id| card(id)).collect()
 }
 
-fn ids(cards: &[Card]) -> Vec<String> {
+pub(super) fn ids(cards: &[Card]) -> Vec<String> {
     cards.iter().map(Card::to_string).collect()
 }
 
@@ -52,7 +52,7 @@ fn rule_id(n: u32) -> Result<u16, String> {
     u16::try_from(n).map_err(|_| format!("there is no rule {n}"))
 }
 
-fn rank_to_proto(rank: Option<Rank>) -> i32 {
+pub(super) fn rank_to_proto(rank: Option<Rank>) -> i32 {
     // The enum's numbers are the ranks' face values; 0 is "none".
     rank.map_or(pb::LoptiRank::Unspecified as i32, |r| r as i32)
 }
@@ -79,7 +79,7 @@ fn special_from_proto(special: i32) -> Result<Special, String> {
     }
 }
 
-fn special_to_proto(special: Special) -> pb::LoptiSpecial {
+pub(super) fn special_to_proto(special: Special) -> pb::LoptiSpecial {
     match special {
         Special::Reset => pb::LoptiSpecial::Reset,
         Special::Pass => pb::LoptiSpecial::Pass,
@@ -324,7 +324,7 @@ fn proposal_to_proto(proposal: &Proposal) -> pb::LoptiProposal {
     }
 }
 
-fn base_to_proto(base: &BaseRules) -> pb::LoptiBaseRules {
+pub(super) fn base_to_proto(base: &BaseRules) -> pb::LoptiBaseRules {
     pb::LoptiBaseRules {
         hand_size: base.hand_size.into(),
         reset: rank_to_proto(base.reset),
@@ -422,6 +422,10 @@ fn lopti_action(action: A) -> pb::GameAction {
 }
 
 impl ProtoGame for Lopti {
+    fn info() -> pb::GameInfo {
+        super::catalogue::info()
+    }
+
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Config, String>> {
         let pb::game_options::Game::Lopti(o) = options.game.as_ref()? else {
             return None;

@@ -1,4 +1,6 @@
-//! Love Letter on the server: its proto mapping (`proto.rs`) and its bots (`bot.rs`).
+//! Love Letter on the server: its proto mapping (`proto.rs`), its bots (`bot.rs`) and what
+//! ListGames tells of it (`catalogue.rs`).
 
 mod bot;
+mod catalogue;
 mod proto;

@@ -30,7 +30,7 @@ fn seats(set: SeatSet) -> Vec<u32> {
     set.iter().map(u32::from).collect()
 }
 
-fn role_to_proto(role: Role) -> pb::LoveLetterRole {
+pub(super) fn role_to_proto(role: Role) -> pb::LoveLetterRole {
     match role {
         Role::Spy => pb::LoveLetterRole::Spy,
         Role::Guard => pb::LoveLetterRole::Guard,
@@ -66,7 +66,7 @@ fn guess(role: Option<Role>) -> i32 {
     role.map_or(pb::LoveLetterRole::Unspecified, role_to_proto) as i32
 }
 
-fn edition_to_proto(edition: Edition) -> pb::LoveLetterEdition {
+pub(super) fn edition_to_proto(edition: Edition) -> pb::LoveLetterEdition {
     match edition {
         Edition::V2019 => pb::LoveLetterEdition::LoveLetterEdition2019,
         Edition::Classic => pb::LoveLetterEdition::Classic,
@@ -106,6 +106,10 @@ fn seat_card(seat: u8, card: CardId) -> pb::LoveLetterSeatCard {
 }
 
 impl ProtoGame for LoveLetter {
+    fn info() -> pb::GameInfo {
+        super::catalogue::info()
+    }
+
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Config, String>> {
         // Irrefutable while Love Letter is the only game; other games add their own arms.
         #[allow(irrefutable_let_patterns)]
