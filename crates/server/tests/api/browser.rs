@@ -746,44 +746,26 @@ async fn play_against_a_bot_on_a_phone(
 
 #[tokio::test]
 async fn a_player_plays_a_whole_lopti_session_on_a_phone_through_the_page() {
-    let Some(driver) = driver().await else { return };
-    let started = Instant::now();
-    let app = spawn_app(Backend::Sqlite).await;
-    let page = browser(&driver, PHONE.0, PHONE.1).await;
-    let play = async {
-        let moves = play_against_a_bot_on_a_phone(
-            &app,
-            &page,
-            "lopti",
-            &[("hands", "1")],
-            // Picking the pile up when not made to only makes the session longer.
-            &["Pick up the pile"],
-            // About 100 of her moves: 10 to 20 s.
-            Duration::from_secs(90),
-        )
-        .await;
-        eprintln!("{moves} moves in {:?}", started.elapsed());
-    };
-    with_sessions(&[&page], play).await;
+    // Picking the pile up when not made to only makes the session longer. About 100 of her
+    // moves: 10 to 20 s.
+    phone_match("lopti", &[("hands", "1")], &["Pick up the pile"], 90).await;
 }
 
 #[tokio::test]
 async fn a_player_plays_a_whole_amori_match_on_a_phone_through_the_page() {
+    // A match of random moves takes her 200 to 600 moves: 20 to 60 s.
+    phone_match("amori-e-intrighi", &[], &[], 120).await;
+}
+
+/// One whole match of `kind` against a bot, on a phone, within `limit_secs`.
+async fn phone_match(kind: &str, options: &[(&str, &str)], avoid: &[&str], limit_secs: u64) {
     let Some(driver) = driver().await else { return };
     let started = Instant::now();
     let app = spawn_app(Backend::Sqlite).await;
     let page = browser(&driver, PHONE.0, PHONE.1).await;
     let play = async {
-        let moves = play_against_a_bot_on_a_phone(
-            &app,
-            &page,
-            "amori-e-intrighi",
-            &[],
-            &[],
-            // A match of random moves takes her 200 to 600 moves: 20 to 60 s.
-            Duration::from_secs(120),
-        )
-        .await;
+        let limit = Duration::from_secs(limit_secs);
+        let moves = play_against_a_bot_on_a_phone(&app, &page, kind, options, avoid, limit).await;
         eprintln!("{moves} moves in {:?}", started.elapsed());
     };
     with_sessions(&[&page], play).await;
