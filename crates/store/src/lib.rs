@@ -549,10 +549,15 @@ impl StoreError {
     /// Maps a driver error; callers handle the unique violations they expect before this.
     pub(crate) fn from_sqlx(err: sqlx::Error) -> StoreError {
         match err {
-            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
-                StoreError::Unavailable(err.to_string())
-            }
-            sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => {
+            sqlx::Error::PoolClosed => StoreError::Unavailable(err.to_string()),
+            // A timeout waiting for a connection includes failing to open one: the database
+            // may be gone, and the connections idle now with it.
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => {
+                postgres::liveness::connection_failed();
                 StoreError::Unavailable(err.to_string())
             }
             sqlx::Error::Database(db) => {
@@ -561,6 +566,9 @@ impl StoreError {
                 // not (or not yet) the primary, as a proxy may reach while a standby is
                 // promoted, refused a write.
                 let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+                if code.starts_with("08") || code.starts_with("57P") {
+                    postgres::liveness::connection_failed();
+                }
                 if code.starts_with("08")
                     || code.starts_with("57P")
                     || code.starts_with("53")

@@ -17,10 +17,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use sqlx::Connection;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::liveness;
 use crate::StoreError;
 
 /// Up to a fixed number of connections taken from the pool and kept between uses.
@@ -34,8 +36,15 @@ pub(super) struct Connections {
     free: Mutex<Vec<Option<Held>>>,
 }
 
-/// A connection taken from the pool, and when.
-type Held = (PoolConnection<Postgres>, Instant);
+/// A connection taken from the pool.
+#[derive(Debug)]
+struct Held {
+    conn: PoolConnection<Postgres>,
+    /// When it was taken from the pool.
+    taken: Instant,
+    /// When its last work ended.
+    used: Instant,
+}
 
 impl Connections {
     /// Room for `count` held connections of `pool`, opened as they are first used.
@@ -113,11 +122,24 @@ enum State {
 impl Lease {
     pub(super) async fn conn(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
         self.state = State::Running;
+        // One that sat idle through a lost connection is checked before its work is sent, and
+        // replaced if it died too (see `liveness`).
+        if let Some(held) = self.conn.as_mut()
+            && liveness::suspect(held.used)
+            && held.conn.ping().await.is_err()
+        {
+            drop(self.conn.take().map(|held| held.conn.detach()));
+        }
         if self.conn.is_none() {
-            self.conn = Some((self.connections.pool.acquire().await?, Instant::now()));
+            let now = Instant::now();
+            self.conn = Some(Held {
+                conn: self.connections.pool.acquire().await?,
+                taken: now,
+                used: now,
+            });
         }
         match self.conn.as_mut() {
-            Some((conn, _)) => Ok(&mut **conn),
+            Some(held) => Ok(&mut *held.conn),
             None => Err(sqlx::Error::PoolClosed),
         }
     }
@@ -135,12 +157,17 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         let lifetime = self.connections.pool.options().get_max_lifetime();
-        let young = |(_, since): &Held| lifetime.is_none_or(|lifetime| since.elapsed() < lifetime);
+        let young = |held: &Held| lifetime.is_none_or(|lifetime| held.taken.elapsed() < lifetime);
         let kept = match self.state {
-            State::Succeeded if self.permit.is_some() => self.conn.take().filter(young),
+            State::Succeeded if self.permit.is_some() => {
+                self.conn.take().filter(young).map(|held| Held {
+                    used: Instant::now(),
+                    ..held
+                })
+            }
             // Out of the pool's count, and its socket closed as it drops.
             State::Running => {
-                drop(self.conn.take().map(|(conn, _)| conn.detach()));
+                drop(self.conn.take().map(|held| held.conn.detach()));
                 None
             }
             // Back to the pool as it drops.

@@ -28,6 +28,7 @@ mod batch;
 mod blocks;
 pub(crate) mod events;
 mod held;
+pub(crate) mod liveness;
 pub(crate) mod matches;
 pub(crate) mod notify;
 mod outbox;
@@ -116,8 +117,10 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .max_connections(options.max_connections.max(MIN_CONNECTIONS))
         .acquire_timeout(options.acquire_timeout)
         // No ping before each use: it doubled the round trips of every query. A connection
-        // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool.
+        // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool; the
+        // ones idle when it failed are pinged before their next use.
         .test_before_acquire(false)
+        .before_acquire(|conn, meta| Box::pin(liveness::check(conn, meta)))
         .connect_with(connect_options(url)?)
         .await
         .map_err(db)?;
