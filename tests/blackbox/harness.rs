@@ -635,3 +635,22 @@ pub(crate) fn have(programs: &[&str]) -> bool {
     eprintln!("skipped: {missing:?} not installed (apt-get install them to run this test)");
     false
 }
+
+/// The first fenced block of `language` after `heading` in the repository's file `doc`
+/// (README.md, docs/API.md): the examples the docs show, for the tests that run them.
+pub(crate) fn fenced_block(doc: &str, heading: &str, language: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(doc);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{doc}: {e}"));
+    let section = text
+        .split(heading)
+        .nth(1)
+        .unwrap_or_else(|| panic!("{doc} has a section {heading:?}"));
+    section
+        .split(&format!("```{language}\n"))
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .unwrap_or_else(|| panic!("{doc}'s {heading:?} has a {language} block"))
+        .to_owned()
+}

@@ -4,6 +4,8 @@
 //! the client generated from the published `.proto` files, and signals are sent with `kill`.
 //!
 //! - `tour`: the README's curl tour, run as written.
+//! - `api_doc`: docs/API.md's curl transcript, compared line by line with what the server
+//!   prints, and its Python client example.
 //! - `games`: a full match of every game, over both transports, on both stores.
 //! - `resilience`: retries after a crash, reconnects, a watch resumed after a dropped stream,
 //!   and a finished match's audit export verified offline (and a tampered one refused).
@@ -12,6 +14,7 @@
 //! - `balanced`: two replicas behind a real HAProxy; one is killed mid-match and every client
 //!   carries on through the other.
 
+mod api_doc;
 mod balanced;
 mod drain;
 mod games;

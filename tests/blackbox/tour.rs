@@ -1,23 +1,7 @@
 //! The README's "short tour with curl", extracted from README.md and run by bash against a
 //! server on the embedded store, so the tour a newcomer pastes keeps working.
 
-use crate::harness::{Backend, Server, Store, have};
-
-/// The tour's script: the `sh` block under the README's "A short tour with curl" heading.
-fn tour_script() -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
-    let section = readme
-        .split("## A short tour with curl")
-        .nth(1)
-        .expect("the README has its curl tour");
-    let block = section
-        .split("```sh\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .expect("the tour is a fenced sh block");
-    block.to_owned()
-}
+use crate::harness::{Backend, Server, Store, fenced_block, have};
 
 #[tokio::test]
 async fn the_readmes_curl_tour_runs_as_written() {
@@ -26,7 +10,7 @@ async fn the_readmes_curl_tour_runs_as_written() {
     }
     let store = Store::new(Backend::Sqlite).await;
     let server = Server::start(&store, &[]).await;
-    let script = tour_script();
+    let script = fenced_block("README.md", "## A short tour with curl", "sh");
     assert!(
         script.contains("H=http://127.0.0.1:8080"),
         "the tour names the default address"
