@@ -1726,18 +1726,16 @@ async fn explain(
         &format!("'{long}', 0, 4294967295"),
     )
     .await?;
-    // A claim writes: explained inside a transaction that is rolled back.
+    // The claim's read of the due turns (each is then taken by a one-row update), explained
+    // inside a transaction that is rolled back.
     sqlx::raw_sql("BEGIN").execute(&mut conn).await?;
-    // Leased until a second before `now`: the six executions before it leave the rows
-    // claimable, and the explained one leases a full batch.
-    let lease = rfc3339(claim_at - chrono::Duration::seconds(1));
     let now = rfc3339(claim_at);
     let claim = statements::CLAIM_TURNS;
-    let args = format!("'{now}', '{lease}', 64");
-    let types = "timestamptz, timestamptz, int8";
+    let args = format!("'{now}', 64");
+    let types = "timestamptz, int8";
     explain_as(
         &mut conn,
-        "claim_turns (custom plan, as the store issues it; rolled back)",
+        "claim_turns, its read of due turns (custom plan, as the store issues it)",
         types,
         claim,
         &args,
@@ -1746,7 +1744,7 @@ async fn explain(
     .await?;
     explain_as(
         &mut conn,
-        "claim_turns: the generic plan (rolled back)",
+        "claim_turns, its read of due turns: the generic plan",
         types,
         claim,
         &args,

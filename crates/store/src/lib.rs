@@ -110,7 +110,7 @@ pub mod statements {
         LOAD_SNAPSHOT, load_events_sql, read_sql as read_events_sql,
     };
     pub use crate::postgres::matches::{list_sql as list_matches_sql, read_sql as read_match_sql};
-    pub use crate::postgres::turns::CLAIM as CLAIM_TURNS;
+    pub use crate::postgres::turns::CANDIDATES as CLAIM_TURNS;
 }
 
 /// A match's identifier; also the distribution key of every table.
@@ -840,7 +840,8 @@ impl Store {
     /// Queues the reminders due at `now`, at most `limit`: each pending turn whose `remind_at`
     /// has passed gets it cleared and, if its seat has a webhook and its deadline is still
     /// ahead, a "turn_reminder" notification in the outbox, its payload rendered by `body`, in
-    /// one transaction. Concurrent callers (other replicas) never queue one reminder twice.
+    /// one transaction (on PostgreSQL, one per reminder). Concurrent callers (other replicas)
+    /// never queue one reminder twice.
     /// Returns how many were queued.
     pub async fn queue_reminders(
         &self,

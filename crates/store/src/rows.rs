@@ -77,7 +77,7 @@ macro_rules! params_on_both {
 /// A new match row, in the order of its columns.
 #[derive(Debug)]
 pub(crate) struct MatchValues {
-    id: String,
+    id: Id,
     kind: String,
     config: String,
     rules_version: i32,
@@ -99,7 +99,7 @@ impl MatchValues {
     ) -> Result<MatchValues, StoreError> {
         let secs = |s: Option<u32>| s.map(|t| i32::try_from(t).unwrap_or(i32::MAX));
         Ok(MatchValues {
-            id: m.id.to_string(),
+            id: Id(m.id),
             kind: m.kind.clone(),
             config: crate::canonical_json(&m.config),
             rules_version: i32::try_from(m.rules_version)
@@ -215,10 +215,10 @@ impl EventValues {
     }
 }
 
-/// An outbox row's key: the match (cast to `uuid` on PostgreSQL), seq, seat and kind.
+/// An outbox row's key: the match, seq, seat and kind.
 #[derive(Debug)]
 pub(crate) struct KeyValues {
-    pub(crate) match_id: String,
+    pub(crate) match_id: Id,
     pub(crate) seq: i64,
     pub(crate) seat: i16,
     pub(crate) kind: &'static str,
@@ -227,7 +227,7 @@ pub(crate) struct KeyValues {
 impl KeyValues {
     pub(crate) fn new(key: &DeliveryKey) -> Result<KeyValues, StoreError> {
         Ok(KeyValues {
-            match_id: key.match_id.to_string(),
+            match_id: Id(key.match_id),
             seq: to_i64(key.seq)?,
             seat: i16::from(key.seat),
             kind: key.kind.as_str(),
@@ -342,6 +342,39 @@ impl Decode<'_, Sqlite> for Time {
         DateTime::from_timestamp_micros(us)
             .map(Time)
             .ok_or_else(|| format!("time {us} out of range").into())
+    }
+}
+
+/// A match id as a parameter: `uuid` on PostgreSQL, so that a statement keyed by it names its
+/// match with a value of the distribution column's own type (Citus routes such a statement to
+/// one shard, with or without a generic plan); its text on SQLite, where ids are stored as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Id(pub(crate) MatchId);
+
+impl Type<Postgres> for Id {
+    fn type_info() -> PgTypeInfo {
+        <MatchId as Type<Postgres>>::type_info()
+    }
+}
+
+impl Encode<'_, Postgres> for Id {
+    fn encode_by_ref(
+        &self,
+        buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<IsNull, BoxDynError> {
+        <MatchId as Encode<Postgres>>::encode_by_ref(&self.0, buf)
+    }
+}
+
+impl Type<Sqlite> for Id {
+    fn type_info() -> SqliteTypeInfo {
+        <String as Type<Sqlite>>::type_info()
+    }
+}
+
+impl<'q> Encode<'q, Sqlite> for Id {
+    fn encode_by_ref(&self, buf: &mut Vec<SqliteArgumentValue<'q>>) -> Result<IsNull, BoxDynError> {
+        <String as Encode<Sqlite>>::encode(self.0.to_string(), buf)
     }
 }
 
@@ -742,7 +775,7 @@ pub(crate) struct KeyRow {
 }
 
 impl KeyRow {
-    fn into_key(self) -> Result<DeliveryKey, StoreError> {
+    pub(crate) fn into_key(self) -> Result<DeliveryKey, StoreError> {
         Ok(DeliveryKey {
             match_id: parse_id(&self.match_id)?,
             seq: unsigned(self.seq, "seq")?,

@@ -4,9 +4,10 @@
 //! Rows are written only by appends (and match creation), in the same statement or
 //! transaction as the event that makes their seat awaited, through [`MatchUpdate::turns`];
 //! each backend's `turns.rs` claims, lists and drops them, and queues reminders. A claim leases
-//! rows: on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so replicas claiming at once never wait
-//! on each other nor get the same row; on SQLite inside `BEGIN IMMEDIATE`, which serialises
-//! claimers. A lease only keeps other claimers away while the claimer acts; acting twice is
+//! rows: on PostgreSQL by reading the due rows without a lock, then leasing each with a
+//! one-row update that holds only while it is still due, so replicas claiming at once never get
+//! the same row and wait on each other for one row's update at most; on SQLite inside
+//! `BEGIN IMMEDIATE`, which serialises claimers. A lease only keeps other claimers away while the claimer acts; acting twice is
 //! prevented by the append itself (expected version and request id).
 //!
 //! This module holds what both backends share: the checks of pending turns before anything is

@@ -5,16 +5,18 @@
 //! `matches.archived` marks such a match, and `matches.version` and `matches.last_hash` become
 //! its final head (there is no last event row left to read it from), so the head, the match
 //! record and the listings read as before. The ended matches still to archive are found through
-//! the partial index `matches_to_archive`; their rows are locked `FOR UPDATE SKIP LOCKED`, so
-//! replicas archiving at once take disjoint matches.
+//! the partial index `matches_to_archive`, without a lock; each is then archived in a
+//! transaction of its own that first takes its match row with a one-row update that holds only
+//! while the match is still ended and unarchived, so of replicas archiving at once one archives
+//! it and the others, once it commits, find it archived and pass.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::events::EVENT_COLUMNS;
-use super::{Durability, custom_plans, db};
+use super::{begin, custom_plans, db};
 use crate::archive::{self, Packed, Unpacked};
-use crate::rows::{EventRow, chained_from, hash32, parse_id, to_i64, unsigned};
+use crate::rows::{EventRow, chained_from, hash32, to_i64, unsigned};
 use crate::{MatchId, StoreError, StoredEvent};
 
 /// An event row with its request's last seq.
@@ -56,7 +58,7 @@ pub(super) async fn read<'e>(
 ) -> Result<Option<Unpacked>, StoreError> {
     let row: Option<ArchiveRow> =
         sqlx::query_as("SELECT events, last_hash, body FROM archives WHERE match_id = $1::uuid")
-            .bind(id.to_string())
+            .bind(id)
             .fetch_optional(executor)
             .await
             .map_err(db)?;
@@ -72,36 +74,50 @@ pub(super) async fn read_if_exists(
         "SELECT a.events, a.last_hash, a.body FROM matches m
          LEFT JOIN archives a ON a.match_id = m.match_id WHERE m.match_id = $1::uuid",
     )
-    .bind(id.to_string())
+    .bind(id)
     .fetch_optional(executor)
     .await
     .map_err(db)?;
     row.map(|row| row.unpack(id).transpose()).transpose()
 }
 
-/// Archives up to `limit` matches that ended before `ended_before`, oldest first, in one
-/// transaction; the number archived. A match whose rows do not form a whole chain is left as
+/// Archives up to `limit` matches that ended before `ended_before`, oldest first, each in a
+/// transaction of its own; the number archived. A match whose rows do not form a whole chain is left as
 /// it is and reported, never archived.
 pub(super) async fn archive_finished(
     pool: &PgPool,
     ended_before: DateTime<Utc>,
     limit: u32,
 ) -> Result<u32, StoreError> {
-    let mut tx = custom_plans(pool, Durability::Flushed).await?;
-    let ids: Vec<(String,)> = sqlx::query_as(
-        "SELECT match_id::text FROM matches
+    // Planned with its values ([`custom_plans`]), for its `LIMIT`; read only.
+    let mut tx = custom_plans(pool).await?;
+    let ids: Vec<(MatchId,)> = sqlx::query_as(
+        "SELECT match_id FROM matches
          WHERE status IN ('finished', 'abandoned') AND NOT archived AND updated_at < $1
-         ORDER BY updated_at LIMIT $2
-         FOR UPDATE SKIP LOCKED",
+         ORDER BY updated_at LIMIT $2",
     )
     .bind(ended_before)
     .bind(i64::from(limit))
     .fetch_all(&mut *tx)
     .await
     .map_err(db)?;
+    tx.commit().await.map_err(db)?;
     let mut archived = 0;
     for (id,) in ids {
-        let id = parse_id(&id)?;
+        let mut tx = begin(pool, "BEGIN").await?;
+        // The match row, held until the commit: a packer or another archiver waits for it.
+        let taken: Option<(i32,)> = sqlx::query_as(
+            "UPDATE matches SET archived = archived
+             WHERE match_id = $1 AND status IN ('finished', 'abandoned') AND NOT archived
+             RETURNING 1",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if taken.is_none() {
+            continue;
+        }
         let log = match whole_log(&mut tx, id).await {
             Ok(log) => log,
             Err(e @ StoreError::Corrupt(_)) => {
@@ -135,7 +151,7 @@ pub(super) async fn archive_finished(
                 updated_at = GREATEST(updated_at, $5)
             WHERE match_id = $1::uuid",
         )
-        .bind(id.to_string())
+        .bind(id)
         .bind(to_i64(packed.events)?)
         .bind(packed.last_hash.to_vec())
         .bind(packed.body)
@@ -143,9 +159,9 @@ pub(super) async fn archive_finished(
         .execute(&mut *tx)
         .await
         .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         archived += 1;
     }
-    tx.commit().await.map_err(db)?;
     Ok(archived)
 }
 
@@ -161,7 +177,7 @@ async fn whole_log(
         "SELECT {EVENT_COLUMNS}, request_last FROM events
          WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
     ))
-    .bind(id.to_string())
+    .bind(id)
     .bind(to_i64(before.map_or(0, |(seq, _)| seq))?)
     .fetch_all(conn)
     .await

@@ -10,15 +10,17 @@
 //! leave the request index: a retry that the index does not answer reads the blocks
 //! ([`super::events`]' check), and a load gives the server every request id, blocks' included.
 //!
-//! Packing locks the match row (`FOR NO KEY UPDATE SKIP LOCKED`): two replicas never pack one
-//! match at once, and a match being archived (`FOR UPDATE`) is not packed, while appends, whose
-//! foreign key only shares the row's key, go on.
+//! Packing first takes the match row with a one-row update that holds only while the match is
+//! not archived, and keeps it until its commit: two replicas never pack one match at once (the
+//! second waits, then packs only what is left), a match being archived (whose archiver holds
+//! the row the same way) is not packed, and appends, whose foreign key only shares the row's
+//! key, go on.
 
 use sqlx::{PgConnection, PgPool};
 
 use super::archive::LogRow;
 use super::events::EVENT_COLUMNS;
-use super::{begin, db, is_unique_violation};
+use super::{begin, db};
 use crate::archive::{self, Packed, Unpacked};
 use crate::rows::{EventRow, chained_from, hash32, parse_id, to_i64, unsigned};
 use crate::{GENESIS_HASH, MatchId, PackSweep, StoreError, StoredEvent};
@@ -54,7 +56,7 @@ async fn fetch(
          WHERE match_id = $1::uuid AND last_seq >= $2 AND ($3::bigint IS NULL OR first_seq <= $3)
          ORDER BY last_seq",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(to_i64(after)?)
     .bind(through.map(to_i64).transpose()?)
     .fetch_all(conn)
@@ -171,7 +173,7 @@ pub(super) async fn read_events(
         "SELECT {EVENT_COLUMNS} FROM events WHERE match_id = $1::uuid AND seq >= $2
          ORDER BY seq LIMIT $3"
     ))
-    .bind(id.to_string())
+    .bind(id)
     .bind(to_i64(from)?)
     .bind(left.map(|l| l as i64 + 1))
     .fetch_all(conn)
@@ -203,7 +205,7 @@ pub(super) async fn pack_live(
          WHERE m.match_id > $1::uuid AND m.status IN ('open', 'active') AND NOT m.archived
          ORDER BY m.match_id LIMIT $2",
     )
-    .bind(after.unwrap_or_default().to_string())
+    .bind(after.unwrap_or_default())
     .bind(i64::from(limit))
     .fetch_all(pool)
     .await
@@ -236,10 +238,10 @@ pub(super) async fn pack_live(
 async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
     let mut tx = begin(pool, "BEGIN").await?;
     let live: Option<(i32,)> = sqlx::query_as(
-        "SELECT 1 FROM matches WHERE match_id = $1::uuid AND NOT archived
-         FOR NO KEY UPDATE SKIP LOCKED",
+        "UPDATE matches SET archived = archived WHERE match_id = $1 AND NOT archived
+         RETURNING 1",
     )
-    .bind(id.to_string())
+    .bind(id)
     .fetch_optional(&mut *tx)
     .await
     .map_err(db)?;
@@ -250,7 +252,7 @@ async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
         "SELECT last_seq, last_hash FROM event_blocks WHERE match_id = $1::uuid
          ORDER BY last_seq DESC LIMIT 1",
     )
-    .bind(id.to_string())
+    .bind(id)
     .fetch_optional(&mut *tx)
     .await
     .map_err(db)?;
@@ -265,7 +267,7 @@ async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
         "SELECT {EVENT_COLUMNS}, request_last FROM events
          WHERE match_id = $1::uuid AND seq > $2 ORDER BY seq"
     ))
-    .bind(id.to_string())
+    .bind(id)
     .bind(to_i64(after.0)?)
     .fetch_all(&mut *tx)
     .await
@@ -302,7 +304,7 @@ async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
         )
         DELETE FROM events WHERE match_id = $1::uuid AND seq >= $3 AND seq <= $2",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(last_seq)
     .bind(to_i64(after.0 + 1)?)
     .bind(after.1.to_vec())
@@ -319,7 +321,24 @@ async fn pack_one(pool: &PgPool, id: MatchId) -> Result<bool, StoreError> {
                 done.rows_affected()
             )));
         }
-        Err(e) if is_unique_violation(&e, "event_blocks_pkey") => return Ok(false),
+        Err(e @ sqlx::Error::Database(_)) => {
+            // A unique violation (or on Citus an internal error, a shard's unique violation
+            // reported without its SQLSTATE) is a block packed by someone else meanwhile, if
+            // it is there now.
+            drop(tx);
+            let there: Option<(i32,)> = sqlx::query_as(
+                "SELECT 1 FROM event_blocks WHERE match_id = $1 AND last_seq >= $2 LIMIT 1",
+            )
+            .bind(id)
+            .bind(last_seq)
+            .fetch_optional(pool)
+            .await
+            .map_err(db)?;
+            return match there {
+                Some(_) => Ok(false),
+                None => Err(db(e)),
+            };
+        }
         Err(e) => return Err(db(e)),
     }
     tx.commit().await.map_err(db)?;

@@ -88,7 +88,7 @@ impl Params<Postgres> for EventColumns {
 /// The head an append expects: `$1` the match, `$2` its version, `$3` its last hash.
 #[derive(Debug)]
 struct HeadValues {
-    id: String,
+    id: MatchId,
     expected: i64,
     prev: Vec<u8>,
 }
@@ -150,7 +150,7 @@ async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<He
              AND r.request_last IS NOT NULL
          WHERE m.match_id = $1::uuid",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(request_id)
     .fetch_optional(pool)
     .await
@@ -273,13 +273,21 @@ pub(super) async fn append(
     };
     // At most two writes: the second only if the first chained from a stale cached head.
     for _ in 0..2 {
-        if let Some(appended) = write(pg, id, expected, &prev, events.clone(), update).await? {
-            return Ok(appended);
-        }
+        let refused = match write(pg, id, expected, &prev, events.clone(), update).await? {
+            Written::Done(appended) => return Ok(appended),
+            Written::Not(refused) => refused,
+        };
         pg.heads.forget(id);
         match check(pg, id, expected, request_id, update).await? {
             Checked::Duplicate(original) => return Ok(original),
-            Checked::AtVersion(hash) => prev = hash,
+            Checked::AtVersion(hash) => {
+                // The head the refused statement chained from still stands: no writer raced
+                // it, and the refusal is the answer.
+                if let (Some(refusal), true) = (refused, hash == prev) {
+                    return Err(refusal);
+                }
+                prev = hash;
+            }
         }
     }
     Err(StoreError::Unavailable(format!(
@@ -355,10 +363,17 @@ const ENQUEUE_OUTBOX: &str = "o AS (
         RETURNING seat
     )";
 
+/// What the append statement did.
+#[derive(Debug)]
+enum Written {
+    Done(Appended),
+    /// Nothing written: the head moved, a seat is out of range, or the request id or seq was
+    /// taken by a concurrent writer; with the database's refusal, if it refused the statement.
+    Not(Option<StoreError>),
+}
+
 /// The single append statement: insert the events if the head is as expected, and with them
-/// the status and seat changes, the pending turns and the webhook notifications, if any. `None`
-/// when it wrote nothing (the head moved, a seat is out of range, or the request id or seq was
-/// taken by a concurrent writer).
+/// the status and seat changes, the pending turns and the webhook notifications, if any.
 async fn write(
     pg: &Pg,
     id: MatchId,
@@ -366,7 +381,7 @@ async fn write(
     prev: &[u8; 32],
     events: Vec<NewEvent>,
     update: &MatchUpdate,
-) -> Result<Option<Appended>, StoreError> {
+) -> Result<Written, StoreError> {
     let stored = chain(id, expected, prev, events);
     let version = stored.last().map_or(expected, |e| e.seq);
     let last_hash = stored.last().map_or(*prev, |e| e.hash);
@@ -383,7 +398,10 @@ async fn write(
             event: ev,
         };
         let (ev, queued) = pg.batcher.write(row).await?;
-        return Ok(queued.map(|queued| appended(pg, id, version, last_hash, vec![ev], queued)));
+        return Ok(match queued {
+            Some(queued) => Written::Done(appended(pg, id, version, last_hash, vec![ev], queued)),
+            None => Written::Not(None),
+        });
     }
     let cols = EventColumns::new(&stored)?;
     // The statement writes nothing unless the match has every seat named here.
@@ -442,7 +460,7 @@ async fn write(
     };
     let query = sqlx::query(&sql)
         .params(HeadValues {
-            id: id.to_string(),
+            id,
             expected: to_i64(expected)?,
             prev: prev.to_vec(),
         })
@@ -487,18 +505,21 @@ async fn write(
         stored.len() as u64
     };
     match result {
-        Ok((n, queued)) if n == want => {
-            Ok(Some(appended(pg, id, version, last_hash, stored, queued)))
-        }
-        Ok(_) => Ok(None),
-        // Another writer committed the same request id or seq first.
-        Err(e)
-            if is_unique_violation(&e, "events_request")
-                || is_unique_violation(&e, "events_pkey") =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(db(e)),
+        Ok((n, queued)) if n == want => Ok(Written::Done(appended(
+            pg, id, version, last_hash, stored, queued,
+        ))),
+        Ok(_) => Ok(Written::Not(None)),
+        // Another writer committed the same request id or seq first (a unique violation), or
+        // the database refused the statement: the caller reads the head again, which tells a
+        // retried request (its original events) and a lost race (a conflict, or a write after
+        // the new head) from a refusal that stands (the head has not moved). Not told apart by
+        // SQLSTATE alone: Citus writes an `INSERT … SELECT` through the coordinator, which
+        // reports a shard's unique violation as an internal error (XX000).
+        Err(e) if is_unique_violation(&e) => Ok(Written::Not(None)),
+        Err(e) => match db(e) {
+            e @ StoreError::Internal(_) => Ok(Written::Not(Some(e))),
+            e => Err(e),
+        },
     }
 }
 
@@ -552,7 +573,7 @@ pub(super) async fn read(
     limit: u32,
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let rows: Vec<EventRow> = sqlx::query_as(&read_sql())
-        .bind(id.to_string())
+        .bind(id)
         .bind(to_i64(after)?)
         .bind(i64::from(limit))
         .fetch_all(&mut *conn)
@@ -641,7 +662,7 @@ async fn load_on(
         });
     }
     let snapshot: Option<SnapshotRow> = sqlx::query_as(LOAD_SNAPSHOT)
-        .bind(id.to_string())
+        .bind(id)
         .bind(
             i32::try_from(rules_version)
                 .map_err(|_| StoreError::Internal("rules_version too large".into()))?,
@@ -653,7 +674,7 @@ async fn load_on(
     let snapshot = snapshot.map(SnapshotRow::into_snapshot).transpose()?;
     let after = snapshot.as_ref().map_or(0, |s| s.seq);
     let rows: Vec<EventRow> = sqlx::query_as(&load_events_sql())
-        .bind(id.to_string())
+        .bind(id)
         .bind(to_i64(after)?)
         .fetch_all(&mut *tx)
         .await
@@ -672,7 +693,7 @@ async fn load_on(
             "SELECT request_id, seq FROM events
              WHERE match_id = $1::uuid AND request_last IS NOT NULL AND seq <= $2",
         )
-        .bind(id.to_string())
+        .bind(id)
         .bind(to_i64(after)?)
         .fetch_all(&mut *tx)
         .await
@@ -717,7 +738,7 @@ pub(super) async fn put_snapshot(
          ON CONFLICT (match_id, seq) DO UPDATE
              SET rules_version = EXCLUDED.rules_version, state = EXCLUDED.state",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(to_i64(snapshot.seq)?)
     .bind(
         i32::try_from(snapshot.rules_version)

@@ -4,7 +4,7 @@ use sqlx::{PgPool, Postgres, QueryBuilder};
 
 use super::events::EventColumns;
 use super::turns::TurnColumns;
-use super::{Pg, db, is_unique_violation};
+use super::{Pg, db};
 use crate::rows::{Binds, MatchSeatRow, MatchValues, Params, hash32};
 use crate::{
     MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
@@ -115,11 +115,15 @@ pub(super) async fn create(
         .value(SeatColumns::accounts(&m.start.seats))
         .value(SeatColumns::invited(&m.start.seats));
     pg.reads
-        .run(async |conn| match query.execute(conn).await {
+        .run(async |conn| match query.execute(&mut *conn).await {
             Ok(_) => Ok(()),
-            Err(e) if is_unique_violation(&e, "matches_pkey") => {
-                Err(StoreError::AlreadyExists(m.id))
-            }
+            // A unique violation, or on Citus an internal error (a shard's unique violation
+            // reported without its SQLSTATE): a match that exists if its row says so.
+            Err(e @ sqlx::Error::Database(_)) => match creator(&mut *conn, m.id).await {
+                Ok(_) => Err(StoreError::AlreadyExists(m.id)),
+                Err(StoreError::NotFound(_)) => Err(db(e)),
+                Err(other) => Err(other),
+            },
             Err(e) => Err(db(e)),
         })
         .await?;
@@ -146,11 +150,14 @@ pub(super) async fn open_by_creator(
     Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
-pub(super) async fn creator(pool: &PgPool, id: MatchId) -> Result<Option<String>, StoreError> {
+pub(super) async fn creator(
+    executor: impl sqlx::PgExecutor<'_>,
+    id: MatchId,
+) -> Result<Option<String>, StoreError> {
     let row: Option<(Option<String>,)> =
         sqlx::query_as("SELECT creator FROM matches WHERE match_id = $1::uuid")
-            .bind(id.to_string())
-            .fetch_optional(pool)
+            .bind(id)
+            .fetch_optional(executor)
             .await
             .map_err(db)?;
     Ok(row.ok_or(StoreError::NotFound(id))?.0)
@@ -194,7 +201,7 @@ pub(super) async fn read<'e>(
     id: MatchId,
 ) -> Result<MatchRecord, StoreError> {
     let rows: Vec<MatchSeatRow> = sqlx::query_as(&read_sql())
-        .bind(id.to_string())
+        .bind(id)
         .fetch_all(executor)
         .await
         .map_err(db)?;
@@ -204,7 +211,7 @@ pub(super) async fn read<'e>(
 pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
     let seed: Option<Vec<u8>> =
         sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
-            .bind(id.to_string())
+            .bind(id)
             .fetch_optional(pool)
             .await
             .map_err(db)?;
@@ -232,7 +239,7 @@ fn list_query(filter: &MatchFilter) -> QueryBuilder<'_, Postgres> {
     if let Some(after) = filter.after {
         query
             .push(" AND m.match_id > ")
-            .push_bind(after.to_string())
+            .push_bind(after)
             .push("::uuid");
     }
     query.push(format_args!(

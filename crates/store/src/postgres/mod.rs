@@ -121,7 +121,7 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         // ones idle when it failed are pinged before their next use.
         .test_before_acquire(false)
         .before_acquire(|conn, meta| Box::pin(liveness::check(conn, meta)))
-        .connect_with(connect_options(url)?)
+        .connect_with(connect_options(url).await?)
         .await
         .map_err(db)?;
     let mut migrator = sqlx::migrate!("../../migrations/postgres");
@@ -147,49 +147,52 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
     })
 }
 
-/// The store's connection settings: `url`'s, and generic plans for prepared statements.
-/// Every statement here is keyed by `match_id`, so the generic plan is the right one; the
-/// default re-plans statements over array parameters (the group commit's) on every execution,
-/// which cost more than writing the rows.
-fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
+/// The store's connection settings: `url`'s, and on plain PostgreSQL generic plans for
+/// prepared statements. Every statement here is keyed by `match_id`, so the generic plan is
+/// the right one; the default re-plans statements over array parameters (the group commit's)
+/// on every execution, which cost more than writing the rows.
+///
+/// A database with the `citus` extension keeps PostgreSQL's default (custom plans first, a
+/// generic one only when it costs no more): forced generic plans of the store's statements
+/// failed there ("could not create distributed plan") while match ids were bound as text, and
+/// are not what the suite runs on Citus (crates/store/tests/conformance.rs). Looked up once, on
+/// a connection of its own, before the pool opens.
+async fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
     let options: PgConnectOptions = url
         .parse()
         .map_err(|e| StoreError::Internal(format!("bad database URL: {e}")))?;
+    if is_citus(&options).await? {
+        tracing::info!("the database has the citus extension: statements planned per execution");
+        return Ok(options);
+    }
     Ok(options.options([("plan_cache_mode", "force_generic_plan")]))
+}
+
+/// Whether the database has the `citus` extension.
+async fn is_citus(options: &PgConnectOptions) -> Result<bool, StoreError> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect_with(options)
+        .await
+        .map_err(db)?;
+    let citus: Option<i32> =
+        sqlx::query_scalar("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+            .fetch_optional(&mut conn)
+            .await
+            .map_err(db)?;
+    conn.close().await.map_err(db)?;
+    Ok(citus.is_some())
 }
 
 /// A transaction whose statements are planned with their parameter values (custom plans),
 /// overriding the pool's `force_generic_plan` for its length: `BEGIN` and the `SET LOCAL` go in
-/// one round trip. For the statements whose best plan depends on the values (a `LIMIT` the
-/// planner must know): a generic plan of the turn claim joins back through a sequential scan
-/// of `turns` (docs/BENCHMARKS.md, "Scale"); the archiver's pick of ended matches is planned
-/// the same way. `commit` is when its commit returns: once the WAL is flushed, or at once for a
-/// transaction that may be lost in a crash.
+/// one round trip. For the reads whose best plan depends on the values (a `LIMIT` the planner
+/// must know): a generic plan of the turn claim's read of due turns costs a sequential scan of
+/// `turns` (docs/BENCHMARKS.md, "Scale"); the archiver's read of ended matches is planned the
+/// same way.
 async fn custom_plans(
     pool: &PgPool,
-    commit: Durability,
 ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
-    begin(
-        pool,
-        match commit {
-            Durability::Flushed => "BEGIN; SET LOCAL plan_cache_mode = force_custom_plan",
-            Durability::Unflushed => {
-                "BEGIN; SET LOCAL plan_cache_mode = force_custom_plan; \
-                 SET LOCAL synchronous_commit = off"
-            }
-        },
-    )
-    .await
-}
-
-/// When a transaction's commit returns (see [`custom_plans`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Durability {
-    /// Once the commit is in the WAL on disk, as every write the server acknowledges.
-    Flushed,
-    /// Without waiting for the WAL flush: a crash may lose it, which must cost nothing more
-    /// than doing it again.
-    Unflushed,
+    begin(pool, "BEGIN; SET LOCAL plan_cache_mode = force_custom_plan").await
 }
 
 /// Maps a driver error; callers handle the unique violations they expect before this.
@@ -197,13 +200,11 @@ fn db(err: sqlx::Error) -> StoreError {
     StoreError::from_sqlx(err)
 }
 
-fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
-    match err {
-        sqlx::Error::Database(db) => {
-            db.is_unique_violation() && db.constraint() == Some(constraint)
-        }
-        _ => false,
-    }
+/// Whether `err` is a unique violation (SQLSTATE 23505), whichever constraint: Citus reports a
+/// shard's constraint under the shard's name (`matches_pkey_102008`), so callers tell what was
+/// there by reading it again, not by the constraint's name.
+fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
 impl Backend for Pg {

@@ -1,14 +1,17 @@
-//! Webhooks and their outbox on PostgreSQL. Claims take due rows with
-//! `FOR UPDATE SKIP LOCKED`, so workers on any number of servers never wait on each other nor
-//! claim one row twice; "your turn" rows are written by appends ([`super::events`]) and
-//! reminders by [`super::turns`].
+//! Webhooks and their outbox on PostgreSQL. A claim reads the due rows without a lock, then
+//! takes each with a statement about that one row that leases it only if it is still due
+//! (PostgreSQL re-checks the condition on the row it locked), so workers on any number of
+//! servers never claim one row twice, and one that races for a row waits at most for that
+//! one-row statement. Every statement that writes names its match, so Citus routes it to one
+//! shard. "Your turn" rows are written by appends ([`super::events`]) and reminders by
+//! [`super::turns`].
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::db;
 use crate::rows::{
-    AttemptValues, Binds, ClaimRow, KeyValues, RECORD_COLUMNS, RecordRow, Time, WebhookRow,
+    AttemptValues, Binds, ClaimRow, KeyRow, KeyValues, RECORD_COLUMNS, RecordRow, Time, WebhookRow,
 };
 use crate::{
     Attempt, Delivery, DeliveryKey, DeliveryRecord, MatchId, REMOVED, StoreError, Webhook,
@@ -28,7 +31,7 @@ pub(super) async fn set_webhook(
          ON CONFLICT (match_id, seat) DO UPDATE
              SET url = EXCLUDED.url, secret = EXCLUDED.secret, created_at = EXCLUDED.created_at",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(i16::from(seat))
     .bind(url)
     .bind(secret.to_vec())
@@ -54,7 +57,7 @@ pub(super) async fn remove_webhook(
         )
         SELECT count(*) FROM removed",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(i16::from(seat))
     .bind(REMOVED)
     .fetch_one(pool)
@@ -72,7 +75,7 @@ pub(super) async fn webhook(
         "SELECT match_id::text AS match_id, seat, url, secret, created_at
          FROM webhooks WHERE match_id = $1::uuid AND seat = $2",
     )
-    .bind(id.to_string())
+    .bind(id)
     .bind(i16::from(seat))
     .fetch_optional(pool)
     .await
@@ -80,64 +83,93 @@ pub(super) async fn webhook(
     row.map(WebhookRow::into_webhook).transpose()
 }
 
+/// The lease of one due outbox row (`$3` to `$6` its key, [`KeyValues`]) until `$2`, if it is
+/// still due at `$1`; it returns the row with its seat's current URL and secret.
+const CLAIM_ONE: &str = "WITH w AS (
+        SELECT url, secret FROM webhooks WHERE match_id = $3 AND seat = $5
+    ), c AS (
+        UPDATE webhook_outbox
+        SET lease_until = $2, next_attempt_at = $2, url = COALESCE((SELECT url FROM w), url)
+        WHERE match_id = $3 AND seq = $4 AND seat = $5 AND kind = $6
+            AND next_attempt_at IS NOT NULL AND next_attempt_at <= $1
+        RETURNING match_id, seq, seat, kind, url, body, attempts
+    )
+    SELECT c.match_id::text AS match_id, c.seq, c.seat, c.kind, c.url, c.body, c.attempts,
+        (SELECT secret FROM w) AS secret
+    FROM c";
+
 pub(super) async fn claim(
     pool: &PgPool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<Delivery>, StoreError> {
-    let rows: Vec<ClaimRow> = sqlx::query_as(
-        "WITH due AS (
-            SELECT match_id, seq, seat, kind FROM webhook_outbox
+    let mut claimed = Vec::new();
+    // Rows another worker took are leased (due again only at the lease's end), so the next
+    // read leaves them out: read again while the batch has room and the last read was not
+    // all taken by others.
+    for _ in 0..super::turns::CLAIM_ROUNDS {
+        let want = limit.saturating_sub(claimed.len() as u32);
+        if want == 0 {
+            break;
+        }
+        let due: Vec<KeyRow> = sqlx::query_as(
+            "SELECT match_id::text AS match_id, seq, seat, kind FROM webhook_outbox
             WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= $1
-            ORDER BY next_attempt_at LIMIT $3
-            FOR UPDATE SKIP LOCKED
+            ORDER BY next_attempt_at LIMIT $2",
         )
-        UPDATE webhook_outbox o
-        SET lease_until = $2, next_attempt_at = $2, url = COALESCE(w.url, o.url)
-        FROM due LEFT JOIN webhooks w ON w.match_id = due.match_id AND w.seat = due.seat
-        WHERE o.match_id = due.match_id AND o.seq = due.seq AND o.seat = due.seat
-            AND o.kind = due.kind
-        RETURNING o.match_id::text AS match_id, o.seq, o.seat, o.kind, o.url, o.body,
-            o.attempts, w.secret",
-    )
-    .bind(Time::from(now))
-    .bind(Time::from(lease_until))
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    rows.into_iter().map(ClaimRow::into_delivery).collect()
+        .bind(Time::from(now))
+        .bind(i64::from(want))
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
+        let read = due.len();
+        let mut taken = 0;
+        for key in due {
+            let key = key.into_key()?;
+            let row: Option<ClaimRow> = sqlx::query_as(CLAIM_ONE)
+                .bind(Time::from(now))
+                .bind(Time::from(lease_until))
+                .params(KeyValues::new(&key)?)
+                .fetch_optional(pool)
+                .await
+                .map_err(db)?;
+            if let Some(row) = row {
+                claimed.push(row.into_delivery()?);
+                taken += 1;
+            }
+        }
+        if read < want as usize || taken == read {
+            break;
+        }
+    }
+    Ok(claimed)
 }
 
+/// Puts claimed rows back, due at `due_at`, if they are still under the lease `lease_until`:
+/// one statement per row, each about its match.
 pub(super) async fn defer(
     pool: &PgPool,
     keys: &[DeliveryKey],
     lease_until: DateTime<Utc>,
     due_at: DateTime<Utc>,
 ) -> Result<u64, StoreError> {
-    let keys = keys
-        .iter()
-        .map(KeyValues::new)
-        .collect::<Result<Vec<_>, _>>()?;
-    let deferred = sqlx::query(
-        "UPDATE webhook_outbox o SET next_attempt_at = $1, lease_until = NULL
-        FROM UNNEST($3::text[], $4::bigint[], $5::smallint[], $6::text[])
-            AS k(match_id, seq, seat, kind)
-        WHERE o.match_id = k.match_id::uuid AND o.seq = k.seq AND o.seat = k.seat
-            AND o.kind = k.kind AND o.lease_until = $2 AND o.next_attempt_at IS NOT NULL
-            AND o.delivered_at IS NULL",
-    )
-    .bind(Time::from(due_at))
-    .bind(Time::from(lease_until))
-    .bind(keys.iter().map(|k| k.match_id.clone()).collect::<Vec<_>>())
-    .bind(keys.iter().map(|k| k.seq).collect::<Vec<_>>())
-    .bind(keys.iter().map(|k| k.seat).collect::<Vec<_>>())
-    .bind(keys.iter().map(|k| k.kind).collect::<Vec<_>>())
-    .execute(pool)
-    .await
-    .map_err(db)?;
-    Ok(deferred.rows_affected())
+    let mut deferred = 0;
+    for key in keys {
+        let done = sqlx::query(
+            "UPDATE webhook_outbox SET next_attempt_at = $1, lease_until = NULL
+            WHERE match_id = $3 AND seq = $4 AND seat = $5 AND kind = $6
+                AND lease_until = $2 AND next_attempt_at IS NOT NULL AND delivered_at IS NULL",
+        )
+        .bind(Time::from(due_at))
+        .bind(Time::from(lease_until))
+        .params(KeyValues::new(key)?)
+        .execute(pool)
+        .await
+        .map_err(db)?;
+        deferred += done.rows_affected();
+    }
+    Ok(deferred)
 }
 
 pub(super) async fn record(
@@ -171,7 +203,7 @@ pub(super) async fn list(
          WHERE match_id = $1::uuid AND ($2::smallint IS NULL OR seat = $2)
          ORDER BY seq DESC, seat, kind LIMIT $3"
     ))
-    .bind(id.to_string())
+    .bind(id)
     .bind(seat.map(i16::from))
     .bind(i64::from(limit))
     .fetch_all(pool)

@@ -1,11 +1,16 @@
-//! Pending turns on PostgreSQL: claims and reminders take their rows with
-//! `FOR UPDATE SKIP LOCKED`, so replicas claiming at once never wait on each other nor get the
-//! same row. Rows are written by appends ([`super::events`]) and match creation.
+//! Pending turns on PostgreSQL. Claims and reminders first read the due rows without a lock,
+//! then take each with a statement about that one row that changes it only if it is still due
+//! and unclaimed (`UPDATE … WHERE match_id = … AND seat = … AND <still due> RETURNING …`):
+//! PostgreSQL re-checks the condition on the row it locked, so of replicas claiming one turn
+//! at once exactly one gets it back, and a loser waits at most for that one-row statement.
+//! Nothing locks rows across matches, which Citus would refuse, and each statement names its
+//! match, so Citus routes it to one shard. Rows are written by appends ([`super::events`]) and
+//! match creation.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
 
-use super::{Durability, begin, custom_plans, db};
+use super::{begin, custom_plans, db};
 use crate::rows::{Binds, Params, ReminderRow, Time, TurnRow, to_i64};
 use crate::turns::{ReminderColumns, reminders};
 use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
@@ -64,15 +69,18 @@ impl Params<Postgres> for ReminderColumns {
     }
 }
 
-/// The claim of due turns: `$1` now, `$2` the lease's end, `$3` the batch.
-pub const CLAIM: &str = "UPDATE turns SET lease_until = $2
-    FROM (SELECT match_id, seat FROM turns
-        WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
-        ORDER BY due_at LIMIT $3
-        FOR UPDATE SKIP LOCKED) due
-    WHERE turns.match_id = due.match_id AND turns.seat = due.seat
-    RETURNING turns.match_id::text AS match_id, turns.seat, turns.version, turns.due_at,
-        turns.remind_at, turns.bot, turns.lease_until";
+/// The due turns a claim tries to take, oldest deadline first: `$1` now, `$2` the batch. Read
+/// without a lock; each is then taken by [`CLAIM_ONE`].
+pub const CANDIDATES: &str = "SELECT match_id, seat FROM turns
+    WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
+    ORDER BY due_at LIMIT $2";
+
+/// The claim of one due turn: `$1` now, `$2` the lease's end, `$3` the match, `$4` the seat. It
+/// returns the row only if the turn is still due and unleased.
+const CLAIM_ONE: &str = "UPDATE turns SET lease_until = $2
+    WHERE match_id = $3 AND seat = $4
+        AND due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
+    RETURNING match_id::text AS match_id, seat, version, due_at, remind_at, bot, lease_until";
 
 pub(super) async fn claim(
     pool: &PgPool,
@@ -80,26 +88,62 @@ pub(super) async fn claim(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    // Planned with its values ([`custom_plans`]): a generic plan cannot cost the join back from
-    // an unknown `LIMIT` and makes it a hash join over a sequential scan of `turns` instead of
-    // `turns_pkey` probes. Committed without waiting for the WAL flush: a lease lost in a crash
-    // is a lease that expired, and the turn is claimed again; whatever the claimer then writes
-    // waits for a flush that takes the lease with it.
-    let mut tx = custom_plans(pool, Durability::Unflushed).await?;
-    let rows: Vec<TurnRow> = sqlx::query_as(CLAIM)
+    let mut turns = Vec::new();
+    // Turns another replica took are leased, so the next read leaves them out: read again
+    // while the batch has room and the last read was not all taken by others.
+    for _ in 0..CLAIM_ROUNDS {
+        let want = limit.saturating_sub(turns.len() as u32);
+        if want == 0 {
+            break;
+        }
+        let due = due_turns(pool, now, want).await?;
+        let read = due.len();
+        // Each turn is its own statement and transaction, so a replica that races for the
+        // same turn waits for one row's claim, never for a batch. A lease lost in a crash is
+        // a lease that expired: the turn is claimed again.
+        let mut taken = 0;
+        for (id, seat) in due {
+            let row: Option<TurnRow> = sqlx::query_as(CLAIM_ONE)
+                .bind(Time::from(now))
+                .bind(Time::from(lease_until))
+                .bind(id)
+                .bind(seat)
+                .fetch_optional(pool)
+                .await
+                .map_err(db)?;
+            if let Some(row) = row {
+                turns.push(row.into_record()?);
+                taken += 1;
+            }
+        }
+        if read < want as usize || taken == read {
+            break;
+        }
+    }
+    turns.sort_by_key(|t| t.due_at);
+    Ok(turns)
+}
+
+/// How many times a claim reads due rows again after others took some of those it read.
+pub(super) const CLAIM_ROUNDS: usize = 16;
+
+/// Up to `limit` turns due at `now` and not leased, oldest deadline first.
+async fn due_turns(
+    pool: &PgPool,
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<(MatchId, i16)>, StoreError> {
+    // Planned with its values ([`custom_plans`]): a generic plan cannot cost an unknown
+    // `LIMIT`. Read only, so nothing waits for its commit.
+    let mut tx = custom_plans(pool).await?;
+    let due = sqlx::query_as(CANDIDATES)
         .bind(Time::from(now))
-        .bind(Time::from(lease_until))
         .bind(i64::from(limit))
         .fetch_all(&mut *tx)
         .await
         .map_err(db)?;
     tx.commit().await.map_err(db)?;
-    let mut turns = rows
-        .into_iter()
-        .map(TurnRow::into_record)
-        .collect::<Result<Vec<_>, _>>()?;
-    turns.sort_by_key(|t| t.due_at);
-    Ok(turns)
+    Ok(due)
 }
 
 pub(super) async fn drop(
@@ -110,7 +154,7 @@ pub(super) async fn drop(
 ) -> Result<bool, StoreError> {
     let result =
         sqlx::query("DELETE FROM turns WHERE match_id = $1::uuid AND seat = $2 AND version = $3")
-            .bind(id.to_string())
+            .bind(id)
             .bind(i16::from(seat))
             .bind(to_i64(version)?)
             .execute(pool)
@@ -123,12 +167,22 @@ pub(super) async fn list(pool: &PgPool, id: MatchId) -> Result<Vec<TurnRecord>, 
     let rows: Vec<TurnRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM turns WHERE match_id = $1::uuid ORDER BY seat"
     ))
-    .bind(id.to_string())
+    .bind(id)
     .fetch_all(pool)
     .await
     .map_err(db)?;
     rows.into_iter().map(TurnRow::into_record).collect()
 }
+
+/// The reminder of one turn, taken if it is still the one read as due (`$3`): it is cleared and
+/// the row returned with its seat's webhook URL. `$1` the match, `$2` the seat.
+const TAKE_REMINDER: &str = "WITH t AS (
+        UPDATE turns SET remind_at = NULL
+        WHERE match_id = $1 AND seat = $2 AND remind_at = $3
+        RETURNING match_id, seat, version, due_at
+    )
+    SELECT t.match_id::text AS match_id, t.seat, t.version, t.due_at, $3 AS remind_at, w.url
+    FROM t LEFT JOIN webhooks w ON w.match_id = $1 AND w.seat = $2";
 
 pub(super) async fn remind(
     pool: &PgPool,
@@ -136,51 +190,82 @@ pub(super) async fn remind(
     limit: u32,
     body: &(dyn Fn(&Reminder) -> String + Sync),
 ) -> Result<u32, StoreError> {
-    // Most rounds find nothing due: one indexed look, no transaction.
-    let any: Option<i32> = sqlx::query_scalar(
-        "SELECT 1 FROM turns WHERE remind_at IS NOT NULL AND remind_at <= $1 LIMIT 1",
-    )
-    .bind(Time::from(now))
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?;
-    if any.is_none() {
-        return Ok(0);
-    }
-    let mut tx = begin(pool, "BEGIN").await?;
-    let due: Vec<ReminderRow> = sqlx::query_as(
-        "WITH due AS (
-            SELECT match_id, seat, remind_at FROM turns
+    let mut queued = 0;
+    let mut taken = 0;
+    // As in [`claim`]: reminders another replica took are cleared, so the next read leaves
+    // them out.
+    for _ in 0..CLAIM_ROUNDS {
+        let want = limit.saturating_sub(taken);
+        if want == 0 {
+            break;
+        }
+        // Most rounds find nothing due: one indexed look, no transaction.
+        let due: Vec<(MatchId, i16, Time)> = sqlx::query_as(
+            "SELECT match_id, seat, remind_at FROM turns
             WHERE remind_at IS NOT NULL AND remind_at <= $1
-            ORDER BY remind_at LIMIT $2
-            FOR UPDATE SKIP LOCKED
+            ORDER BY remind_at LIMIT $2",
         )
-        UPDATE turns t SET remind_at = NULL
-        FROM due LEFT JOIN webhooks w ON w.match_id = due.match_id AND w.seat = due.seat
-        WHERE t.match_id = due.match_id AND t.seat = due.seat
-        RETURNING t.match_id::text AS match_id, t.seat, t.version, t.due_at, due.remind_at, w.url",
-    )
-    .bind(Time::from(now))
-    .bind(i64::from(limit))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(db)?;
-    let c = reminders(due, now, body)?;
+        .bind(Time::from(now))
+        .bind(i64::from(want))
+        .fetch_all(pool)
+        .await
+        .map_err(db)?;
+        let read = due.len();
+        let mut took = 0;
+        for (id, seat, at) in due {
+            if let Some(n) = remind_one(pool, id, seat, at, now, body).await? {
+                took += 1;
+                queued += n;
+            }
+        }
+        taken += took;
+        if read < want as usize || took as usize == read {
+            break;
+        }
+    }
+    Ok(u32::try_from(queued).unwrap_or(u32::MAX))
+}
+
+/// Takes the reminder of turn (`id`, `seat`) if it is still the one due at `at`, in a
+/// transaction about that match alone: it is cleared exactly when its outbox row (if any) is
+/// queued, and of replicas taking it at once one does. `None` if another took it; else the
+/// notifications queued (none for a seat without a webhook or a deadline passed).
+async fn remind_one(
+    pool: &PgPool,
+    id: MatchId,
+    seat: i16,
+    at: Time,
+    now: DateTime<Utc>,
+    body: &(dyn Fn(&Reminder) -> String + Sync),
+) -> Result<Option<usize>, StoreError> {
+    let mut tx = begin(pool, "BEGIN").await?;
+    let taken: Vec<ReminderRow> = sqlx::query_as(TAKE_REMINDER)
+        .bind(id)
+        .bind(seat)
+        .bind(at)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+    if taken.is_empty() {
+        return Ok(None);
+    }
+    let c = reminders(taken, now, body)?;
     let queued = c.body.len();
     if queued > 0 {
         sqlx::query(
-            "INSERT INTO webhook_outbox (match_id, seq, seat, kind, url, body, next_attempt_at,
-                created_at)
-            SELECT r.match_id::uuid, r.seq, r.seat, 'turn_reminder', r.url, r.body, r.at, r.at
-            FROM UNNEST($1::text[], $2::bigint[], $3::smallint[], $4::text[], $5::text[],
-                $6::timestamptz[]) AS r(match_id, seq, seat, url, body, at)
+            "INSERT INTO webhook_outbox (match_id, seq, seat, kind, url, body,
+                next_attempt_at, created_at)
+            SELECT $1, r.seq, r.seat, 'turn_reminder', r.url, r.body, r.at, r.at
+            FROM UNNEST($2::text[], $3::bigint[], $4::smallint[], $5::text[], $6::text[],
+                $7::timestamptz[]) AS r(match_id, seq, seat, url, body, at)
             ON CONFLICT DO NOTHING",
         )
+        .bind(id)
         .params(c)
         .execute(&mut *tx)
         .await
         .map_err(db)?;
     }
     tx.commit().await.map_err(db)?;
-    Ok(u32::try_from(queued).unwrap_or(u32::MAX))
+    Ok(Some(queued))
 }
