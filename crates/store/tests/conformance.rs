@@ -1,6 +1,11 @@
 //! The store's conformance suite: every check is written once against `&Store` and runs on
 //! SQLite (a temporary file) and on PostgreSQL (a fresh database on the server at
-//! `DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`, dropped afterwards).
+//! `DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/postgres`, dropped afterwards),
+//! and on Citus (a fresh database on every node of the cluster whose coordinator
+//! `MISSIVE_CITUS_URL` names, distributed by `deploy/citus/distribute.sql`; skipped unset).
+
+#[path = "support/citus.rs"]
+mod citus_cluster;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,7 +31,15 @@ struct Harness {
 
 enum Cleanup {
     Sqlite(std::path::PathBuf),
-    Postgres { admin_url: String, name: String },
+    Postgres {
+        admin_url: String,
+        name: String,
+    },
+    /// The database on every node of a Citus cluster, coordinator first.
+    Citus {
+        nodes: Vec<sqlx::postgres::PgConnectOptions>,
+        name: String,
+    },
 }
 
 const SNAPSHOT_EVERY: u64 = 5;
@@ -78,6 +91,30 @@ impl Harness {
         })
     }
 
+    /// A store on a fresh distributed database of the Citus cluster at `MISSIVE_CITUS_URL`;
+    /// `None`, after saying so, when it is not set.
+    async fn citus() -> Result<Option<Harness>> {
+        let Some(admin_url) = citus_cluster::coordinator_url() else {
+            return Ok(None);
+        };
+        let db = citus_cluster::create(&admin_url, options()).await?;
+        let store = match Store::connect(&db.url, options()).await {
+            Ok(store) => store,
+            Err(e) => {
+                citus_cluster::drop_database(&db.nodes, &db.name).await?;
+                return Err(e.into());
+            }
+        };
+        Ok(Some(Harness {
+            store,
+            url: db.url,
+            cleanup: Cleanup::Citus {
+                nodes: db.nodes,
+                name: db.name,
+            },
+        }))
+    }
+
     /// Rewrites one stored event's payload behind the store's back.
     async fn tamper(&self, id: MatchId, seq: u64) -> Result<u64> {
         let affected = match &self.cleanup {
@@ -90,10 +127,10 @@ impl Harness {
                     .await?
                     .rows_affected()
             }
-            Cleanup::Postgres { .. } => {
+            Cleanup::Postgres { .. } | Cleanup::Citus { .. } => {
                 let mut conn = sqlx::PgConnection::connect(&self.url).await?;
-                sqlx::query("UPDATE events SET payload = '{\"card\":\"forged\"}' WHERE match_id = $1::uuid AND seq = $2")
-                    .bind(id.to_string())
+                sqlx::query("UPDATE events SET payload = '{\"card\":\"forged\"}' WHERE match_id = $1 AND seq = $2")
+                    .bind(id)
                     .bind(seq as i64)
                     .execute(&mut conn)
                     .await?
@@ -113,7 +150,7 @@ impl Harness {
                 let mut conn = sqlx::SqliteConnection::connect(&self.url).await?;
                 sqlx::query(SQL).execute(&mut conn).await?;
             }
-            Cleanup::Postgres { .. } => {
+            Cleanup::Postgres { .. } | Cleanup::Citus { .. } => {
                 let mut conn = sqlx::PgConnection::connect(&self.url).await?;
                 sqlx::query(&SQL.replace("X'00'", "'\\x00'::bytea"))
                     .execute(&mut conn)
@@ -137,6 +174,9 @@ impl Harness {
                 sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
                     .execute(&mut admin)
                     .await?;
+            }
+            Cleanup::Citus { nodes, name } => {
+                citus_cluster::drop_database(&nodes, &name).await?;
             }
         }
         Ok(())
@@ -2417,6 +2457,19 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $check() -> anyhow::Result<()> {
                     let h = super::Harness::postgres().await?;
+                    let result = super::checks::$check(&h).await;
+                    h.finish().await?;
+                    result
+                }
+            )*
+        }
+        mod citus {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $check() -> anyhow::Result<()> {
+                    let Some(h) = super::Harness::citus().await? else {
+                        return Ok(());
+                    };
                     let result = super::checks::$check(&h).await;
                     h.finish().await?;
                     result
