@@ -133,22 +133,24 @@ impl Params<Postgres> for NotifyColumns {
     }
 }
 
+/// Every table is filtered by `$1` itself, not through a join on `match_id`: Citus then sends
+/// the whole statement to the match's shard, where it asks every shard otherwise.
 async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<HeadRow, StoreError> {
     let row: Option<HeadRow> = sqlx::query_as(
         "SELECT m.seat_count, COALESCE(last.seq, m.version) AS version,
              COALESCE(last.hash, m.last_hash) AS last_hash,
              r.seq AS first_seq, r.request_last AS last_seq, m.archived,
-             EXISTS (SELECT 1 FROM events k WHERE k.match_id = m.match_id
+             EXISTS (SELECT 1 FROM events k WHERE k.match_id = $1
                  AND request_key(k.request_id) = request_key($2)
                  AND k.request_last IS NOT NULL) AS key_taken,
-             EXISTS (SELECT 1 FROM event_blocks b WHERE b.match_id = m.match_id) AS packed
+             EXISTS (SELECT 1 FROM event_blocks b WHERE b.match_id = $1) AS packed
          FROM matches m
          LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
-             WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true
-         LEFT JOIN events r ON r.match_id = m.match_id
+             WHERE e.match_id = $1 ORDER BY e.seq DESC LIMIT 1) last ON true
+         LEFT JOIN events r ON r.match_id = $1
              AND request_key(r.request_id) = request_key($2) AND r.request_id = $2
              AND r.request_last IS NOT NULL
-         WHERE m.match_id = $1::uuid",
+         WHERE m.match_id = $1",
     )
     .bind(id)
     .bind(request_id)

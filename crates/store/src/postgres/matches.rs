@@ -257,12 +257,15 @@ pub fn list_sql(filter: &MatchFilter) -> String {
     list_query(filter).into_sql()
 }
 
-/// A match row with its seats, one row per seat: `$1` the match.
+/// A match row with its seats, one row per seat: `$1` the match. Its last event is found by
+/// `$1` too, not through the join on `match_id` ([`MATCH_SELECT`]'s), so that Citus sends the
+/// whole statement to the match's shard instead of asking every shard.
 pub fn read_sql() -> String {
+    let match_select = MATCH_SELECT.replace("e.match_id = m.match_id", "e.match_id = $1");
     format!(
         "SELECT m.*, {SEAT_OF_ROW}
-         FROM ({MATCH_SELECT} WHERE m.match_id = $1::uuid) m
-         LEFT JOIN seats s ON s.match_id = $1::uuid ORDER BY s.seat"
+         FROM ({match_select} WHERE m.match_id = $1) m
+         LEFT JOIN seats s ON s.match_id = $1 ORDER BY s.seat"
     )
 }
 

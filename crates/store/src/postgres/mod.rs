@@ -153,10 +153,10 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
 /// on every execution, which cost more than writing the rows.
 ///
 /// A database with the `citus` extension keeps PostgreSQL's default (custom plans first, a
-/// generic one only when it costs no more): forced generic plans of the store's statements
-/// failed there ("could not create distributed plan") while match ids were bound as text, and
-/// are not what the suite runs on Citus (crates/store/tests/conformance.rs). Looked up once, on
-/// a connection of its own, before the pool opens.
+/// generic one only when it costs no more): Citus refuses forced generic plans of several of
+/// the store's statements, match ids bound as `uuid` or not ("could not create distributed
+/// plan": the append, the head read, the turn claim's read of due turns). Looked up once, on a
+/// connection of its own, before the pool opens.
 async fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
     let options: PgConnectOptions = url
         .parse()
