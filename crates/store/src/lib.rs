@@ -697,7 +697,7 @@ impl Store {
     }
 
     /// What the group commit of single-event appends has written (PostgreSQL); `None` on
-    /// SQLite, where each append is its own transaction.
+    /// SQLite and on Citus, where each append is its own transaction.
     pub fn group_commit(&self) -> Option<GroupCommit> {
         with_backend!(self, b => b.group_commit())
     }

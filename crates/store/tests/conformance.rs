@@ -1598,7 +1598,7 @@ mod checks {
         }
         assert_eq!((winners, losers), (1, RACERS - 1));
         if let (Some(before), Some(after)) = (before, h.store.group_commit()) {
-            // PostgreSQL: the burst's 34 appends shared statements.
+            // PostgreSQL (not Citus): the burst's 34 appends shared statements.
             let (statements, rows) = (
                 after.statements - before.statements,
                 after.rows - before.rows,

@@ -1,4 +1,4 @@
-//! The group commit on PostgreSQL: the single-event appends that change nothing but the log (and
+//! The group commit on PostgreSQL (not on Citus: see [`Batcher`]): the single-event appends that change nothing but the log (and
 //! the outbox) are written together, whatever their matches: one statement, so one transaction
 //! and one WAL flush, for every append waiting at that moment.
 //!
@@ -145,6 +145,12 @@ pub(crate) struct Batcher {
     queue: mpsc::Sender<Job>,
     connections: Arc<Connections>,
     counts: Arc<Counts>,
+    /// Whether appends of several matches share a statement. Not on Citus: rows of several
+    /// matches from arrays are not a router query there (the coordinator materialises them,
+    /// ships them to the workers and commits on each in two phases, about 100 ms a statement),
+    /// so each append is a statement of its own that names its match, sent whole to its
+    /// worker.
+    group: bool,
 }
 
 /// What the group commit has written so far.
@@ -180,7 +186,7 @@ impl std::fmt::Debug for Job {
 
 impl Batcher {
     /// Starts the writing task; it ends once every clone of the batcher is dropped.
-    pub(crate) fn spawn(pool: PgPool) -> Batcher {
+    pub(crate) fn spawn(pool: PgPool, group: bool) -> Batcher {
         let (queue, rx) = mpsc::channel(QUEUE);
         // The connections statements are written on, by the writing task or by a caller
         // directly, held between statements.
@@ -191,7 +197,13 @@ impl Batcher {
             queue,
             connections,
             counts,
+            group,
         }
+    }
+
+    /// Whether appends of several matches share statements (not on Citus).
+    pub(crate) fn groups(&self) -> bool {
+        self.group
     }
 
     pub(crate) fn counts(&self) -> GroupCommit {
@@ -204,6 +216,16 @@ impl Batcher {
     /// Writes `row` with whatever else is waiting; see [`Outcome`]. When nothing is waiting
     /// and a slot is free, the caller writes its row itself, without handing it over.
     pub(crate) async fn write(&self, row: Row) -> Result<(StoredEvent, Option<bool>), StoreError> {
+        if !self.group {
+            // A held connection if one is free, else one of the pool's: appends of different
+            // matches go out side by side, each routed to its own worker.
+            let mut lease = self.connections.any();
+            let written = write_one(&mut lease, &row).await;
+            lease.done(&written);
+            self.counts.wrote(1);
+            let queued = written.map_err(StoreError::from_sqlx)?;
+            return Ok((row.event, queued));
+        }
         if self.queue.capacity() == self.queue.max_capacity()
             && let Ok(permit) = Arc::clone(&self.connections.permits).try_acquire_owned()
         {

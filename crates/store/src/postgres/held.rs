@@ -86,7 +86,7 @@ impl Connections {
     }
 
     /// A held connection if one is free, else one of the pool's for this use only.
-    fn any(self: &Arc<Self>) -> Lease {
+    pub(super) fn any(self: &Arc<Self>) -> Lease {
         match Arc::clone(&self.permits).try_acquire_owned() {
             Ok(permit) => self.lease(permit),
             Err(_) => Lease {

@@ -113,6 +113,7 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
             "a PostgreSQL pool needs {MIN_CONNECTIONS} connections at least"
         );
     }
+    let (connect, citus) = connect_options(url).await?;
     let pool = PgPoolOptions::new()
         .max_connections(options.max_connections.max(MIN_CONNECTIONS))
         .acquire_timeout(options.acquire_timeout)
@@ -121,7 +122,7 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         // ones idle when it failed are pinged before their next use.
         .test_before_acquire(false)
         .before_acquire(|conn, meta| Box::pin(liveness::check(conn, meta)))
-        .connect_with(connect_options(url).await?)
+        .connect_with(connect.clone())
         .await
         .map_err(db)?;
     let mut migrator = sqlx::migrate!("../../migrations/postgres");
@@ -132,7 +133,7 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .notify
         .then(|| Notifier::spawn(pool.clone(), listener_name.clone()));
     Ok(Pg {
-        batcher: Batcher::spawn(pool.clone()),
+        batcher: Batcher::spawn(pool.clone(), !citus),
         reads: Connections::new(
             pool.clone(),
             HELD_READS.min(
@@ -156,16 +157,22 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
 /// generic one only when it costs no more): Citus refuses forced generic plans of several of
 /// the store's statements, match ids bound as `uuid` or not ("could not create distributed
 /// plan": the append, the head read, the turn claim's read of due turns). Looked up once, on a
-/// connection of its own, before the pool opens.
-async fn connect_options(url: &str) -> Result<PgConnectOptions, StoreError> {
+/// connection of its own, before the pool opens; answered beside the options (`true`: Citus).
+async fn connect_options(url: &str) -> Result<(PgConnectOptions, bool), StoreError> {
     let options: PgConnectOptions = url
         .parse()
         .map_err(|e| StoreError::Internal(format!("bad database URL: {e}")))?;
     if is_citus(&options).await? {
-        tracing::info!("the database has the citus extension: statements planned per execution");
-        return Ok(options);
+        tracing::info!(
+            "the database has the citus extension: statements planned per execution, \
+             each append a statement of its own"
+        );
+        return Ok((options, true));
     }
-    Ok(options.options([("plan_cache_mode", "force_generic_plan")]))
+    Ok((
+        options.options([("plan_cache_mode", "force_generic_plan")]),
+        false,
+    ))
 }
 
 /// Whether the database has the `citus` extension.
@@ -384,7 +391,7 @@ impl Backend for Pg {
     }
 
     fn group_commit(&self) -> Option<GroupCommit> {
-        Some(self.batcher.counts())
+        self.batcher.groups().then(|| self.batcher.counts())
     }
 
     fn listener(&self, options: &StoreOptions) -> Option<Listener> {
