@@ -104,28 +104,22 @@ pub(super) async fn claim(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<Delivery>, StoreError> {
-    let mut claimed = Vec::new();
-    // Rows another worker took are leased (due again only at the lease's end), so the next
-    // read leaves them out: read again while the batch has room and the last read was not
-    // all taken by others.
-    for _ in 0..super::turns::CLAIM_ROUNDS {
-        let want = limit.saturating_sub(claimed.len() as u32);
-        if want == 0 {
-            break;
-        }
-        let due: Vec<KeyRow> = sqlx::query_as(
-            "SELECT match_id::text AS match_id, seq, seat, kind FROM webhook_outbox
-            WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= $1
-            ORDER BY next_attempt_at LIMIT $2",
-        )
-        .bind(Time::from(now))
-        .bind(i64::from(want))
-        .fetch_all(pool)
-        .await
-        .map_err(db)?;
-        let read = due.len();
-        let mut taken = 0;
-        for key in due {
+    // Rows another worker took are leased (due again only at the lease's end).
+    super::turns::claim_in_rounds(
+        limit,
+        |want| async move {
+            sqlx::query_as::<_, KeyRow>(
+                "SELECT match_id::text AS match_id, seq, seat, kind FROM webhook_outbox
+                WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= $1
+                ORDER BY next_attempt_at LIMIT $2",
+            )
+            .bind(Time::from(now))
+            .bind(i64::from(want))
+            .fetch_all(pool)
+            .await
+            .map_err(db)
+        },
+        |key: KeyRow| async move {
             let key = key.into_key()?;
             let row: Option<ClaimRow> = sqlx::query_as(CLAIM_ONE)
                 .bind(Time::from(now))
@@ -134,16 +128,10 @@ pub(super) async fn claim(
                 .fetch_optional(pool)
                 .await
                 .map_err(db)?;
-            if let Some(row) = row {
-                claimed.push(row.into_delivery()?);
-                taken += 1;
-            }
-        }
-        if read < want as usize || taken == read {
-            break;
-        }
-    }
-    Ok(claimed)
+            row.map(ClaimRow::into_delivery).transpose()
+        },
+    )
+    .await
 }
 
 /// Puts claimed rows back, due at `due_at`, if they are still under the lease `lease_until`:

@@ -88,21 +88,13 @@ pub(super) async fn claim(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    let mut turns = Vec::new();
-    // Turns another replica took are leased, so the next read leaves them out: read again
-    // while the batch has room and the last read was not all taken by others.
-    for _ in 0..CLAIM_ROUNDS {
-        let want = limit.saturating_sub(turns.len() as u32);
-        if want == 0 {
-            break;
-        }
-        let due = due_turns(pool, now, want).await?;
-        let read = due.len();
-        // Each turn is its own statement and transaction, so a replica that races for the
-        // same turn waits for one row's claim, never for a batch. A lease lost in a crash is
-        // a lease that expired: the turn is claimed again.
-        let mut taken = 0;
-        for (id, seat) in due {
+    // Each turn is its own statement and transaction, so a replica that races for the same
+    // turn waits for one row's claim, never for a batch. A lease lost in a crash is a lease
+    // that expired: the turn is claimed again.
+    let mut turns = claim_in_rounds(
+        limit,
+        |want| due_turns(pool, now, want),
+        |(id, seat)| async move {
             let row: Option<TurnRow> = sqlx::query_as(CLAIM_ONE)
                 .bind(Time::from(now))
                 .bind(Time::from(lease_until))
@@ -111,21 +103,49 @@ pub(super) async fn claim(
                 .fetch_optional(pool)
                 .await
                 .map_err(db)?;
-            if let Some(row) = row {
-                turns.push(row.into_record()?);
-                taken += 1;
-            }
-        }
-        if read < want as usize || taken == read {
-            break;
-        }
-    }
+            row.map(TurnRow::into_record).transpose()
+        },
+    )
+    .await?;
     turns.sort_by_key(|t| t.due_at);
     Ok(turns)
 }
 
 /// How many times a claim reads due rows again after others took some of those it read.
 pub(super) const CLAIM_ROUNDS: usize = 16;
+
+/// Claims up to `limit` rows: `read(want)` lists up to `want` candidates without a lock, and
+/// `take` claims one (`None`: another replica took it first). Rows others took are leased or
+/// cleared, so the next read leaves them out: reads again while the batch has room and the
+/// last read was not all taken by others, at most [`CLAIM_ROUNDS`] times.
+pub(super) async fn claim_in_rounds<C, T, R, F>(
+    limit: u32,
+    mut read: impl FnMut(u32) -> R,
+    mut take: impl FnMut(C) -> F,
+) -> Result<Vec<T>, StoreError>
+where
+    R: Future<Output = Result<Vec<C>, StoreError>>,
+    F: Future<Output = Result<Option<T>, StoreError>>,
+{
+    let mut claimed = Vec::new();
+    for _ in 0..CLAIM_ROUNDS {
+        let want = limit.saturating_sub(claimed.len() as u32);
+        if want == 0 {
+            break;
+        }
+        let due = read(want).await?;
+        let (read, before) = (due.len(), claimed.len());
+        for candidate in due {
+            if let Some(row) = take(candidate).await? {
+                claimed.push(row);
+            }
+        }
+        if read < want as usize || claimed.len() - before == read {
+            break;
+        }
+    }
+    Ok(claimed)
+}
 
 /// Up to `limit` turns due at `now` and not leased, oldest deadline first.
 async fn due_turns(
