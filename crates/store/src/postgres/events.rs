@@ -10,13 +10,15 @@
 //! one statement. Its head is one this process saw committed (it wrote or read it), and
 //! committed events never change, so there the primary key alone settles the race.
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, PgPool, Postgres};
 
 use super::batch::Row;
 use super::matches::SeatColumns;
 use super::turns::TurnColumns;
-use super::{Pg, db, is_unique_violation};
+use super::{Pg, db, is_unique_violation, routed};
 use crate::rows::{Binds, EventRow, HeadRow, Params, SnapshotRow, chained, to_i64};
 use crate::{
     Appended, Loaded, MatchId, MatchUpdate, NewEvent, Snapshot, StoreError, StoredEvent,
@@ -133,30 +135,49 @@ impl Params<Postgres> for NotifyColumns {
     }
 }
 
-/// Every table is filtered by `$1` itself, not through a join on `match_id`: Citus then sends
-/// the whole statement to the match's shard, where it asks every shard otherwise.
-async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<HeadRow, StoreError> {
-    let row: Option<HeadRow> = sqlx::query_as(
-        "SELECT m.seat_count, COALESCE(last.seq, m.version) AS version,
-             COALESCE(last.hash, m.last_hash) AS last_hash,
-             r.seq AS first_seq, r.request_last AS last_seq, m.archived,
+/// The head read, with the request's range and whether its index key is taken when the append
+/// carries a request id (`$2`). Every table is filtered by `$1` itself, not through a join on
+/// `match_id`: Citus then sends the whole statement to the match's shard, where it asks every
+/// shard otherwise. Without a request id the request's parts are left out, not matched against
+/// NULL: the planner folds such a join condition to `false`, and Citus refuses a join of
+/// distributed tables with no condition on the distribution column.
+fn head_sql(with_request: bool) -> String {
+    let (request, join) = if with_request {
+        (
+            "r.seq AS first_seq, r.request_last AS last_seq,
              EXISTS (SELECT 1 FROM events k WHERE k.match_id = $1
                  AND request_key(k.request_id) = request_key($2)
-                 AND k.request_last IS NOT NULL) AS key_taken,
+                 AND k.request_last IS NOT NULL) AS key_taken",
+            "LEFT JOIN events r ON r.match_id = $1
+             AND request_key(r.request_id) = request_key($2) AND r.request_id = $2
+             AND r.request_last IS NOT NULL",
+        )
+    } else {
+        (
+            "NULL::bigint AS first_seq, NULL::bigint AS last_seq, false AS key_taken",
+            "",
+        )
+    };
+    format!(
+        "SELECT m.seat_count, COALESCE(last.seq, m.version) AS version,
+             COALESCE(last.hash, m.last_hash) AS last_hash, m.archived, {request},
              EXISTS (SELECT 1 FROM event_blocks b WHERE b.match_id = $1) AS packed
          FROM matches m
          LEFT JOIN LATERAL (SELECT e.seq, e.hash FROM events e
              WHERE e.match_id = $1 ORDER BY e.seq DESC LIMIT 1) last ON true
-         LEFT JOIN events r ON r.match_id = $1
-             AND request_key(r.request_id) = request_key($2) AND r.request_id = $2
-             AND r.request_last IS NOT NULL
-         WHERE m.match_id = $1",
+         {join}
+         WHERE m.match_id = $1"
     )
-    .bind(id)
-    .bind(request_id)
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?;
+}
+
+async fn head(pool: &PgPool, id: MatchId, request_id: Option<&str>) -> Result<HeadRow, StoreError> {
+    static SQL: LazyLock<[String; 2]> = LazyLock::new(|| [head_sql(false), head_sql(true)]);
+    let query = sqlx::query_as(&SQL[usize::from(request_id.is_some())]).bind(id);
+    let query = match request_id {
+        Some(request_id) => query.bind(request_id),
+        None => query,
+    };
+    let row: Option<HeadRow> = query.fetch_optional(pool).await.map_err(db)?;
     row.ok_or(StoreError::NotFound(id))
 }
 
@@ -389,7 +410,10 @@ async fn write(
     let last_hash = stored.last().map_or(*prev, |e| e.hash);
     let seats = &update.seats;
     let changes_match = update.status.is_some() || !seats.is_empty();
-    if let (false, None, [_]) = (changes_match, &update.turns, stored.as_slice()) {
+    // On Citus only without notifications: there the outbox rows cannot share the event's
+    // statement and still go to one worker whole.
+    let alone = !pg.citus || update.notify.is_empty();
+    if let (false, None, [_], true) = (changes_match, &update.turns, stored.as_slice(), alone) {
         // The commonest append: one event and maybe notifications, written with others.
         let [ev] = <[StoredEvent; 1]>::try_from(stored)
             .map_err(|_| StoreError::Internal("a single event became several".into()))?;
@@ -405,7 +429,6 @@ async fn write(
             None => Written::Not(None),
         });
     }
-    let cols = EventColumns::new(&stored)?;
     // The statement writes nothing unless the match has every seat named here.
     let max_seat = seats
         .iter()
@@ -414,6 +437,32 @@ async fn write(
         .map(i16::from)
         .max()
         .unwrap_or(-1);
+    if pg.citus {
+        let append = routed::Append {
+            id,
+            events: &stored,
+            update,
+            changed_at: crate::canonical::changed_at(&stored),
+            max_seat,
+            version: to_i64(version)?,
+            expected: to_i64(expected)?,
+            prev,
+        };
+        let mut lease = pg.reads.any();
+        let written = match lease.conn().await {
+            Ok(conn) => routed::append(conn, append).await,
+            Err(e) => Err(e),
+        };
+        lease.done(&written);
+        return match written {
+            Ok(Some(queued)) => Ok(Written::Done(appended(
+                pg, id, version, last_hash, stored, queued,
+            ))),
+            Ok(None) => Ok(Written::Not(None)),
+            Err(e) => refused(e),
+        };
+    }
+    let cols = EventColumns::new(&stored)?;
     let notify = !update.notify.is_empty() && !stored.is_empty();
     let plain = !changes_match && !notify && update.turns.is_none() && !stored.is_empty();
     let write_turns = if update.turns.is_some() {
@@ -517,11 +566,20 @@ async fn write(
         // the new head) from a refusal that stands (the head has not moved). Not told apart by
         // SQLSTATE alone: Citus writes an `INSERT … SELECT` through the coordinator, which
         // reports a shard's unique violation as an internal error (XX000).
-        Err(e) if is_unique_violation(&e) => Ok(Written::Not(None)),
-        Err(e) => match db(e) {
-            e @ StoreError::Internal(_) => Ok(Written::Not(Some(e))),
-            e => Err(e),
-        },
+        Err(e) => refused(e),
+    }
+}
+
+/// An append statement the database refused: lost to a concurrent writer (a unique
+/// violation), refused for good (an internal error, told apart by reading the head), or an
+/// error to answer as it is.
+fn refused(e: sqlx::Error) -> Result<Written, StoreError> {
+    if is_unique_violation(&e) {
+        return Ok(Written::Not(None));
+    }
+    match db(e) {
+        e @ StoreError::Internal(_) => Ok(Written::Not(Some(e))),
+        e => Err(e),
     }
 }
 

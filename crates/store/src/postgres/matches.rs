@@ -62,17 +62,32 @@ impl Params<Postgres> for SeatColumns {
     }
 }
 
+/// The insert of a match row, `$1`…`$13` ([`MatchValues`]), its creator the placeholder given.
+macro_rules! insert_match {
+    ($creator:literal) => {
+        concat!(
+            "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
+                seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
+                updated_at, creator)
+            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, ",
+            $creator,
+            ")"
+        )
+    };
+}
+
+/// The match row alone, its creator `$14`: on Citus, the first statement of a creation.
+pub(super) const INSERT_MATCH: &str = insert_match!("$14");
+
 /// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
 /// start fills them (`$14`…, [`SeatColumns`], their accounts as `$32` and invitations as `$33`),
 /// its first pending turns (`$18`…, [`TurnColumns`], its `continuing` unused), its first events
 /// (`$23`…, [`EventColumns`]) and its creator (`$31`). The new rows are
 /// invisible to everyone else until it commits.
-const CREATE: &str = "WITH m AS (
-        INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
-            seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
-            updated_at, creator)
-        VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $31)
-        RETURNING match_id
+const CREATE: &str = concat!(
+    "WITH m AS (",
+    insert_match!("$31"),
+    " RETURNING match_id
     ), s AS (
         INSERT INTO seats (match_id, seat, player, token_hash, bot, account, invited)
         SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot, t.account,
@@ -95,7 +110,8 @@ const CREATE: &str = "WITH m AS (
             $28::text[], $29::timestamptz[], $30::bytea[])
             AS e(seq, kind, actor, request_id, request_last, payload, at, hash)
     )
-    SELECT 1";
+    SELECT 1"
+);
 
 pub(super) async fn create(
     pg: &Pg,
@@ -115,16 +131,24 @@ pub(super) async fn create(
         .value(SeatColumns::accounts(&m.start.seats))
         .value(SeatColumns::invited(&m.start.seats));
     pg.reads
-        .run(async |conn| match query.execute(&mut *conn).await {
-            Ok(_) => Ok(()),
-            // A unique violation, or on Citus an internal error (a shard's unique violation
-            // reported without its SQLSTATE): a match that exists if its row says so.
-            Err(e @ sqlx::Error::Database(_)) => match creator(&mut *conn, m.id).await {
-                Ok(_) => Err(StoreError::AlreadyExists(m.id)),
-                Err(StoreError::NotFound(_)) => Err(db(e)),
-                Err(other) => Err(other),
-            },
-            Err(e) => Err(db(e)),
+        .run(async |conn| {
+            let written = if pg.citus {
+                super::routed::create(&mut *conn, m, events).await
+            } else {
+                query.execute(&mut *conn).await.map(|_| ())
+            };
+            match written {
+                Ok(()) => Ok(()),
+                // A unique violation, or on Citus an internal error (a shard's unique
+                // violation reported without its SQLSTATE): a match that exists if its row
+                // says so.
+                Err(e @ sqlx::Error::Database(_)) => match creator(&mut *conn, m.id).await {
+                    Ok(_) => Err(StoreError::AlreadyExists(m.id)),
+                    Err(StoreError::NotFound(_)) => Err(db(e)),
+                    Err(other) => Err(other),
+                },
+                Err(e) => Err(db(e)),
+            }
         })
         .await?;
     pg.heads.put(m.id, version, last_hash);

@@ -32,6 +32,7 @@ pub(crate) mod liveness;
 pub(crate) mod matches;
 pub(crate) mod notify;
 mod outbox;
+mod routed;
 pub(crate) mod turns;
 
 use std::collections::HashMap;
@@ -70,6 +71,9 @@ pub(crate) struct Pg {
     heads: Arc<HeadCache>,
     notifier: Option<Notifier>,
     batcher: Batcher,
+    /// The database is a Citus cluster: writes of several tables go as transactions of
+    /// statements each routed whole to one worker ([`routed`]).
+    citus: bool,
     /// What this store's listeners call their connections (see `notify.rs`).
     listener_name: String,
 }
@@ -134,6 +138,7 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         .then(|| Notifier::spawn(pool.clone(), listener_name.clone()));
     Ok(Pg {
         batcher: Batcher::spawn(pool.clone(), !citus),
+        citus,
         reads: Connections::new(
             pool.clone(),
             HELD_READS.min(

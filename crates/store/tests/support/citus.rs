@@ -41,16 +41,17 @@ pub(super) async fn create(
     admin_url: &str,
     options: missive_store::StoreOptions,
 ) -> Result<Database> {
-    // One setup at a time: registering the workers in two new databases at once can fail on a
-    // worker ("tuple concurrently updated").
-    static SETUP: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    let _one_at_a_time = SETUP.lock().await;
     let coordinator: PgConnectOptions = admin_url
         .parse()
         .with_context(|| format!("{URL_VAR} is not a PostgreSQL URL"))?;
     let mut admin = PgConnection::connect_with(&coordinator)
         .await
         .with_context(|| format!("the Citus coordinator at {admin_url} (is it running?)"))?;
+    // One setup at a time, across test processes: registering the workers in two new databases
+    // at once can fail on a worker ("tuple concurrently updated"). Held until `admin` closes.
+    sqlx::query("SELECT pg_advisory_lock(hashtext('missive: a Citus test database'))")
+        .execute(&mut admin)
+        .await?;
     let workers: Vec<(String, i32)> = sqlx::query_as(
         "SELECT nodename, nodeport FROM pg_dist_node
          WHERE noderole = 'primary' AND groupid <> 0 AND isactive ORDER BY nodeid",
@@ -62,7 +63,6 @@ pub(super) async fn create(
         !workers.is_empty(),
         "no Citus workers registered in {admin_url}"
     );
-    admin.close().await?;
 
     let name = format!("missive_citus_{}", uuid::Uuid::new_v4().simple());
     let mut nodes = vec![coordinator.clone()];
@@ -70,10 +70,13 @@ pub(super) async fn create(
         let port = u16::try_from(*port).context("a worker's port")?;
         nodes.push(coordinator.clone().host(host).port(port));
     }
+    let (path, query) = admin_url
+        .split_once('?')
+        .map_or((admin_url, String::new()), |(p, q)| (p, format!("?{q}")));
     let database = Database {
         url: format!(
-            "{}/{name}",
-            admin_url.rsplit_once('/').context("no database name")?.0
+            "{}/{name}{query}",
+            path.rsplit_once('/').context("no database name")?.0
         ),
         name,
         nodes,
@@ -90,6 +93,15 @@ pub(super) async fn create(
             .await?;
         conn.close().await?;
     }
+    // Citus's execution counters, which `citus_routing.rs` reads, for every session to come.
+    let mut conn = PgConnection::connect_with(&coordinator).await?;
+    sqlx::raw_sql(&format!(
+        "ALTER DATABASE {} SET citus.enable_stat_counters = on",
+        database.name
+    ))
+    .execute(&mut conn)
+    .await?;
+    conn.close().await?;
     let mut conn =
         PgConnection::connect_with(&coordinator.clone().database(&database.name)).await?;
     sqlx::query("SELECT citus_set_coordinator_host($1, $2)")
@@ -115,6 +127,7 @@ pub(super) async fn create(
         .await
         .context("deploy/citus/distribute.sql")?;
     conn.close().await?;
+    admin.close().await?;
     Ok(database)
 }
 
