@@ -488,6 +488,13 @@ async fn two_mothers_play_a_whole_match_over_grpc_on_postgres() {
 }
 
 #[tokio::test]
+async fn two_mothers_play_a_whole_match_over_grpc_on_citus() {
+    if crate::helpers::citus_available() {
+        full_match_is_played_and_shows_each_seat_only_its_own(Backend::Citus, 2, 11).await;
+    }
+}
+
+#[tokio::test]
 async fn three_mothers_play_a_whole_match_over_grpc_on_sqlite() {
     full_match_is_played_and_shows_each_seat_only_its_own(Backend::Sqlite, 3, 12).await;
 }
@@ -764,8 +771,19 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
 /// seats' views, through the same path as a player's actions, and the log of the finished
 /// match verifies and replays with every seat's moves in it.
 #[tokio::test]
-async fn a_mother_plays_a_whole_match_against_two_bots() {
-    let app = spawn_app(Backend::Postgres).await;
+async fn a_mother_plays_a_whole_match_against_two_bots_on_postgres() {
+    a_mother_plays_a_whole_match_against_two_bots(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_mother_plays_a_whole_match_against_two_bots_on_citus() {
+    if crate::helpers::citus_available() {
+        a_mother_plays_a_whole_match_against_two_bots(Backend::Citus).await;
+    }
+}
+
+async fn a_mother_plays_a_whole_match_against_two_bots(backend: Backend) {
+    let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
     let mut request = amori_request(3, Some(1));
     request.bots = vec![

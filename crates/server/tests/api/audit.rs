@@ -242,6 +242,13 @@ async fn a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_postgr
 }
 
 #[tokio::test]
+async fn a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_citus() {
+    if crate::helpers::citus_available() {
+        a_signed_head_verifies_with_the_served_key_and_nothing_else_does(Backend::Citus).await;
+    }
+}
+
+#[tokio::test]
 async fn a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_sqlite() {
     a_signed_head_verifies_with_the_served_key_and_nothing_else_does(Backend::Sqlite).await;
 }
@@ -266,6 +273,13 @@ async fn the_audit_key_outlives_a_restart(backend: Backend) {
 #[tokio::test]
 async fn the_servers_audit_key_is_the_same_after_a_restart_on_postgres() {
     the_audit_key_outlives_a_restart(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn the_servers_audit_key_is_the_same_after_a_restart_on_citus() {
+    if crate::helpers::citus_available() {
+        the_audit_key_outlives_a_restart(Backend::Citus).await;
+    }
 }
 
 #[tokio::test]

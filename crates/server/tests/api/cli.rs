@@ -145,8 +145,29 @@ fn rechain(log: &mut pb::AuditLog, match_id: &str, from: usize) {
 }
 
 #[tokio::test]
-async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one() {
-    let app = spawn_app(Backend::Postgres).await;
+async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one_on_postgres()
+ {
+    missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one(
+        Backend::Postgres,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one_on_citus()
+ {
+    if crate::helpers::citus_available() {
+        missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one(
+            Backend::Citus,
+        )
+        .await;
+    }
+}
+
+async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one(
+    backend: Backend,
+) {
+    let app = spawn_app(backend).await;
     let id = play_a_match(&app).await;
     let dir = scratch_dir();
 

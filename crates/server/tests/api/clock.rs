@@ -131,12 +131,9 @@ async fn view(service: &Service, id: MatchId, token: &str) -> pb::MatchView {
 /// A store URL for `backend`: a scratch PostgreSQL database, or SQLite in a scratch directory.
 pub(crate) async fn database(backend: Backend) -> (String, Option<ScratchDb>, tempdir::Dir) {
     let dir = tempdir::Dir::new();
-    match backend {
-        Backend::Postgres => {
-            let db = ScratchDb::create().await;
-            (db.url.clone(), Some(db), dir)
-        }
-        Backend::Sqlite => (
+    match ScratchDb::for_backend(backend).await {
+        Some(db) => (db.url.clone(), Some(db), dir),
+        None => (
             format!("sqlite://{}", dir.0.join("missive.db").display()),
             None,
             dir,
@@ -212,6 +209,13 @@ async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before(backend: Back
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_postgres() {
     a_deadline_fires_when_the_clock_reaches_it_and_not_before(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_citus() {
+    if crate::helpers::citus_available() {
+        a_deadline_fires_when_the_clock_reaches_it_and_not_before(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,6 +345,13 @@ async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(backend: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_postgres() {
     a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_citus() {
+    if crate::helpers::citus_available() {
+        a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

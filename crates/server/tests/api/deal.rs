@@ -293,6 +293,13 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_grpc_on_postgres() {
 }
 
 #[tokio::test]
+async fn a_seat_left_before_the_start_reveals_nothing_over_grpc_on_citus() {
+    if crate::helpers::citus_available() {
+        a_seat_left_before_the_start_reveals_nothing_over_grpc(Backend::Citus).await;
+    }
+}
+
+#[tokio::test]
 async fn a_seat_left_before_the_start_reveals_nothing_over_grpc_on_sqlite() {
     a_seat_left_before_the_start_reveals_nothing_over_grpc(Backend::Sqlite).await;
 }
@@ -428,6 +435,13 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_http(backend: Backend
 #[tokio::test]
 async fn a_seat_left_before_the_start_reveals_nothing_over_http_on_postgres() {
     a_seat_left_before_the_start_reveals_nothing_over_http(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_seat_left_before_the_start_reveals_nothing_over_http_on_citus() {
+    if crate::helpers::citus_available() {
+        a_seat_left_before_the_start_reveals_nothing_over_http(Backend::Citus).await;
+    }
 }
 
 #[tokio::test]
@@ -858,6 +872,13 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
 #[tokio::test]
 async fn seat_churn_before_the_start_leaks_nothing_on_postgres() {
     seat_churn_before_the_start_leaks_nothing(Backend::Postgres, 17).await;
+}
+
+#[tokio::test]
+async fn seat_churn_before_the_start_leaks_nothing_on_citus() {
+    if crate::helpers::citus_available() {
+        seat_churn_before_the_start_leaks_nothing(Backend::Citus, 17).await;
+    }
 }
 
 #[tokio::test]

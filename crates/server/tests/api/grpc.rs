@@ -155,7 +155,18 @@ fn assert_finished(played: &Played) {
 
 #[tokio::test]
 async fn two_seats_play_a_full_match_over_grpc_on_postgres() {
-    let app = spawn_app(Backend::Postgres).await;
+    two_seats_play_a_full_match_over_grpc(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn two_seats_play_a_full_match_over_grpc_on_citus() {
+    if crate::helpers::citus_available() {
+        two_seats_play_a_full_match_over_grpc(Backend::Citus).await;
+    }
+}
+
+async fn two_seats_play_a_full_match_over_grpc(backend: Backend) {
+    let app = spawn_app(backend).await;
     let played = play_over_grpc(&mut app.grpc().await, 1).await;
     assert_finished(&played);
     // The acts went through the store's group commit, and /metrics counts them: at most
@@ -262,8 +273,19 @@ async fn no_view_or_history_shows_a_seat_what_the_rules_hide_from_it() {
 }
 
 #[tokio::test]
-async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state() {
-    let app = spawn_app(Backend::Postgres).await;
+async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state_on_postgres() {
+    a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state_on_citus() {
+    if crate::helpers::citus_available() {
+        a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(Backend::Citus).await;
+    }
+}
+
+async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(backend: Backend) {
+    let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
     let played = play_over_grpc(&mut client, 4).await;
     let log = audit_log(&mut client, &played.match_id).await;
@@ -326,8 +348,19 @@ async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state()
 }
 
 #[tokio::test]
-async fn a_retried_act_is_applied_once_and_returns_the_same_result() {
-    let app = spawn_app(Backend::Postgres).await;
+async fn a_retried_act_is_applied_once_and_returns_the_same_result_on_postgres() {
+    a_retried_act_is_applied_once_and_returns_the_same_result(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_retried_act_is_applied_once_and_returns_the_same_result_on_citus() {
+    if crate::helpers::citus_available() {
+        a_retried_act_is_applied_once_and_returns_the_same_result(Backend::Citus).await;
+    }
+}
+
+async fn a_retried_act_is_applied_once_and_returns_the_same_result(backend: Backend) {
+    let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
     let (match_id, tokens) = create_and_join(&mut client, 2).await;
     let view = spectator_view(&mut client, &match_id).await;
@@ -603,6 +636,13 @@ async fn acts_given_up_by_their_clients(backend: Backend) {
 #[tokio::test]
 async fn acts_given_up_by_their_clients_are_applied_once_on_postgres() {
     acts_given_up_by_their_clients(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn acts_given_up_by_their_clients_are_applied_once_on_citus() {
+    if crate::helpers::citus_available() {
+        acts_given_up_by_their_clients(Backend::Citus).await;
+    }
 }
 
 #[tokio::test]

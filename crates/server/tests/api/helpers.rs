@@ -18,10 +18,28 @@ use tonic::transport::Channel;
 
 pub(crate) const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+#[path = "../../../store/tests/support/citus.rs"]
+mod citus_cluster;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Backend {
     Postgres,
     Sqlite,
+    /// A fresh database on the Citus cluster whose coordinator `MISSIVE_CITUS_URL` names,
+    /// migrated and distributed as deploy/citus/README.md says.
+    Citus,
+}
+
+impl Backend {
+    /// Whether the backend is PostgreSQL or a PostgreSQL cluster (a `DATABASE_URL`).
+    pub(crate) fn is_postgres(self) -> bool {
+        self != Backend::Sqlite
+    }
+}
+
+/// Whether a Citus cluster is named (`MISSIVE_CITUS_URL`); if not, says the test is skipped.
+pub(crate) fn citus_available() -> bool {
+    citus_cluster::coordinator_url().is_some()
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -134,10 +152,7 @@ pub(crate) async fn spawn_app_with(backend: Backend, options: Options) -> TestAp
     for (key, value) in options.env {
         env.push(((*key).to_owned(), (*value).to_owned()));
     }
-    let database = match backend {
-        Backend::Postgres => Some(ScratchDb::create().await),
-        Backend::Sqlite => None,
-    };
+    let database = ScratchDb::for_backend(backend).await;
     let database_url = database.as_ref().map(|db| db.url.clone());
     if let Some(url) = &database_url {
         env.push(("DATABASE_URL".into(), url.clone()));
@@ -438,11 +453,13 @@ impl Drop for TestApp {
     }
 }
 
-/// A fresh PostgreSQL database for one test; dropped (with any connections left) on drop.
+/// A fresh PostgreSQL database for one test, or one on every node of a Citus cluster; dropped
+/// (with any connections left) on drop.
 #[derive(Debug)]
 pub(crate) struct ScratchDb {
     pub(crate) url: String,
-    admin: String,
+    /// The administrative connection of every node it was created on.
+    nodes: Vec<sqlx::postgres::PgConnectOptions>,
     name: String,
 }
 
@@ -460,28 +477,46 @@ impl ScratchDb {
         conn.close().await.ok();
         ScratchDb {
             url: with_database(&admin, &name),
-            admin,
+            nodes: vec![admin.parse().expect("a PostgreSQL URL")],
             name,
+        }
+    }
+
+    /// A database on the Citus cluster `MISSIVE_CITUS_URL` names, migrated and distributed.
+    pub(crate) async fn create_citus() -> ScratchDb {
+        let admin = citus_cluster::coordinator_url()
+            .expect("a Citus test runs only when MISSIVE_CITUS_URL is set");
+        let db = citus_cluster::create(&admin, patient_store())
+            .await
+            .expect("a database on the Citus cluster");
+        ScratchDb {
+            url: db.url,
+            nodes: db.nodes,
+            name: db.name,
+        }
+    }
+
+    /// The database a server on `backend` uses, if any.
+    pub(crate) async fn for_backend(backend: Backend) -> Option<ScratchDb> {
+        match backend {
+            Backend::Postgres => Some(ScratchDb::create().await),
+            Backend::Citus => Some(ScratchDb::create_citus().await),
+            Backend::Sqlite => None,
         }
     }
 }
 
 impl Drop for ScratchDb {
     fn drop(&mut self) {
-        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let (nodes, name) = (std::mem::take(&mut self.nodes), self.name.clone());
         // Drop runs outside any runtime guarantee: use a small runtime of its own.
         let _ = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .ok()?;
-            rt.block_on(async {
-                let mut conn = sqlx::PgConnection::connect(&admin).await.ok()?;
-                sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn)
-                    .await
-                    .ok()
-            })
+            rt.block_on(citus_cluster::drop_database(&nodes, &name))
+                .ok()
         })
         .join();
     }

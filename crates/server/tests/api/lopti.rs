@@ -674,7 +674,7 @@ async fn a_full_session(backend: Backend, seed: u64) {
     let app = spawn_app(backend).await;
     let mut client = app.grpc().await;
     let mut db = match backend {
-        Backend::Postgres => Some(
+        Backend::Postgres | Backend::Citus => Some(
             sqlx::PgConnection::connect(app.database_url())
                 .await
                 .expect("the test database"),
@@ -724,6 +724,13 @@ async fn a_full_session(backend: Backend, seed: u64) {
 #[tokio::test]
 async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_postgres() {
     a_full_session(Backend::Postgres, 1).await;
+}
+
+#[tokio::test]
+async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_citus() {
+    if crate::helpers::citus_available() {
+        a_full_session(Backend::Citus, 1).await;
+    }
 }
 
 #[tokio::test]

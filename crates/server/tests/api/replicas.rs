@@ -11,6 +11,7 @@ use missive_proto::v1 as pb;
 use missive_proto::v1::missive_client::MissiveClient;
 use missive_server::games::Registry;
 use missive_store::{ChainCheck, Store, StoreOptions};
+use sqlx::Connection;
 use tokio::sync::mpsc;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
@@ -305,8 +306,19 @@ async fn without_notifications_a_watcher_catches_up_on_its_own_timer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn joins_on_two_replicas_never_give_one_seat_twice() {
-    let first = spawn_app(Backend::Postgres).await;
+async fn joins_on_two_replicas_never_give_one_seat_twice_on_postgres() {
+    joins_on_two_replicas_never_give_one_seat_twice(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_on_two_replicas_never_give_one_seat_twice_on_citus() {
+    if crate::helpers::citus_available() {
+        joins_on_two_replicas_never_give_one_seat_twice(Backend::Citus).await;
+    }
+}
+
+async fn joins_on_two_replicas_never_give_one_seat_twice(backend: Backend) {
+    let first = spawn_app(backend).await;
     let second = crate::helpers::spawn_replica(&first).await;
     let mut a = first.grpc().await;
     let mut b = second.grpc().await;
@@ -369,8 +381,19 @@ async fn joins_on_two_replicas_never_give_one_seat_twice() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn racing_acts_on_one_match_from_two_replicas_serialise() {
-    let first = spawn_app(Backend::Postgres).await;
+async fn racing_acts_on_one_match_from_two_replicas_serialise_on_postgres() {
+    racing_acts_on_one_match_from_two_replicas_serialise(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_acts_on_one_match_from_two_replicas_serialise_on_citus() {
+    if crate::helpers::citus_available() {
+        racing_acts_on_one_match_from_two_replicas_serialise(Backend::Citus).await;
+    }
+}
+
+async fn racing_acts_on_one_match_from_two_replicas_serialise(backend: Backend) {
+    let first = spawn_app(backend).await;
     let second = crate::helpers::spawn_replica(&first).await;
     let mut a = first.grpc().await;
     let mut b = second.grpc().await;
@@ -677,4 +700,103 @@ async fn a_server_killed_while_clients_act_loses_no_acknowledged_action() {
         "crash: {acked_before} actions acknowledged before SIGKILL, {in_flight} in flight \
          ({had_committed} of them had committed); all present once after the restart"
     );
+}
+
+/// On Citus, a match is played on while its shards move to another worker and back
+/// (`citus_move_shard_placement`, writes blocked while the rows are copied): every act is
+/// answered, a client that is refused meanwhile retries with its request id, and the log ends
+/// holding each acknowledged act exactly once, its chain valid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_match_is_played_on_while_its_shards_move_between_workers_on_citus() {
+    if !crate::helpers::citus_available() {
+        return;
+    }
+    let app = spawn_app(Backend::Citus).await;
+    let mut client = app.grpc().await;
+    let (match_id, tokens) = create_and_join(&mut client, 2).await;
+    let mut admin = sqlx::PgConnection::connect(app.database_url())
+        .await
+        .expect("the coordinator");
+    let (shard, mut from): (i64, String) = sqlx::query_as(
+        "SELECT s.shardid, p.nodename || ':' || p.nodeport
+         FROM pg_dist_shard s JOIN pg_dist_placement pl USING (shardid)
+         JOIN pg_dist_node p USING (groupid)
+         WHERE s.logicalrelid = 'matches'::regclass
+           AND get_shard_id_for_distribution_column('matches', $1::uuid) = s.shardid",
+    )
+    .bind(&match_id)
+    .fetch_one(&mut admin)
+    .await
+    .expect("the match's shard");
+    let workers: Vec<String> = sqlx::query_scalar(
+        "SELECT nodename || ':' || nodeport FROM pg_dist_node
+         WHERE groupid <> 0 AND noderole = 'primary' AND isactive ORDER BY nodeid",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .expect("the workers");
+    assert!(workers.len() >= 2, "a cluster of two workers or more");
+
+    let mut rng = Lcg(11);
+    let mut acked = Vec::new();
+    let mut moves = 0;
+    while let Some(mv) = next_move(&mut client, &match_id, &tokens, &mut rng)
+        .await
+        .expect("view")
+    {
+        // Every fourth act, the match's shard group starts moving to the other worker while
+        // the act is sent.
+        let moving = (acked.len() % 4 == 0 && moves < 4).then(|| {
+            let to = workers
+                .iter()
+                .find(|w| **w != from)
+                .expect("another")
+                .clone();
+            let url = app.database_url().to_owned();
+            let (from_, to_) = (from.clone(), to.clone());
+            from = to;
+            moves += 1;
+            tokio::spawn(async move {
+                let mut conn = sqlx::PgConnection::connect(&url)
+                    .await
+                    .expect("coordinator");
+                let (fh, fp) = from_.split_once(':').expect("host:port");
+                let (th, tp) = to_.split_once(':').expect("host:port");
+                sqlx::query(
+                    "SELECT citus_move_shard_placement($1, $2, $3::int, $4, $5::int,
+                        shard_transfer_mode => 'block_writes')",
+                )
+                .bind(shard)
+                .bind(fh)
+                .bind(fp)
+                .bind(th)
+                .bind(tp)
+                .execute(&mut conn)
+                .await
+                .expect("the shard group moves")
+            })
+        });
+        let token = &tokens[mv.seat];
+        let mut tries = 0;
+        loop {
+            match act(&mut client, mv.request.clone(), token).await {
+                Ok(_) => break,
+                Err(status) if status.code() == Code::Unavailable && tries < 20 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(status) => panic!("an act while the shard moves: {status:?}"),
+            }
+        }
+        acked.push(mv.request.request_id);
+        if let Some(moving) = moving {
+            moving.await.expect("the move finished");
+        }
+    }
+    assert!(
+        moves >= 2,
+        "the shards moved at least there and back ({moves})"
+    );
+    let store = store_of(&app).await;
+    assert_log_holds_exactly(&store, &match_id, &acked).await;
 }

@@ -171,7 +171,7 @@ async fn act_retried_after_snapshot_and_restart(backend: Backend) {
         version(&get(&app, &format!("/v1/matches/{id}/view"), None).await.1["view"]),
         before
     );
-    if backend == Backend::Postgres {
+    if backend.is_postgres() {
         let replica = spawn_replica_with(&app, &[("MISSIVE_SNAPSHOT_EVERY", "4".into())]).await;
         let (status, again) = post(&replica, &path, Some(&token), &first).await;
         assert_eq!(
@@ -250,7 +250,18 @@ async fn wait_for_archiver(app: &TestApp, id: &str, what: &str, sql: &str) -> sq
 /// and last acts, sent again, are duplicates with their original versions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archived_match_answers_and_dedupes_as_before_on_postgres() {
-    let mut app = spawn_app_with(Backend::Postgres, ARCHIVE_AT_ONCE).await;
+    an_archived_match_answers_and_dedupes_as_before(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_match_answers_and_dedupes_as_before_on_citus() {
+    if crate::helpers::citus_available() {
+        an_archived_match_answers_and_dedupes_as_before(Backend::Citus).await;
+    }
+}
+
+async fn an_archived_match_answers_and_dedupes_as_before(backend: Backend) {
+    let mut app = spawn_app_with(backend, ARCHIVE_AT_ONCE).await;
     let (id, tokens) = started(&app).await;
     let path = format!("/v1/matches/{id}/act");
     let (first_token, first, answer) = play(&app, &id, &tokens, "act-first").await.expect("a move");
@@ -298,7 +309,18 @@ async fn an_archived_match_answers_and_dedupes_as_before_on_postgres() {
 /// with its original version, and play goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_packed_live_match_answers_and_dedupes_as_before_on_postgres() {
-    let mut app = spawn_app_with(Backend::Postgres, ARCHIVE_AT_ONCE).await;
+    a_packed_live_match_answers_and_dedupes_as_before(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_packed_live_match_answers_and_dedupes_as_before_on_citus() {
+    if crate::helpers::citus_available() {
+        a_packed_live_match_answers_and_dedupes_as_before(Backend::Citus).await;
+    }
+}
+
+async fn a_packed_live_match_answers_and_dedupes_as_before(backend: Backend) {
+    let mut app = spawn_app_with(backend, ARCHIVE_AT_ONCE).await;
     // A match of 30 events or more, still being played (Love Letter rarely ends sooner; if one
     // does, another is started).
     let mut long = None;
@@ -349,6 +371,13 @@ async fn a_packed_live_match_answers_and_dedupes_as_before_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_postgres() {
     act_retried_after_snapshot_and_restart(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_citus() {
+    if crate::helpers::citus_available() {
+        act_retried_after_snapshot_and_restart(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,7 +444,7 @@ async fn join_retried(backend: Backend) {
         (200, &first["seatToken"]),
         "{again}"
     );
-    if backend == Backend::Postgres {
+    if backend.is_postgres() {
         let replica = spawn_replica_with(&app, &[]).await;
         let (status, again) = post(&replica, &path, None, &ann).await;
         assert_eq!(
@@ -440,6 +469,13 @@ async fn join_retried(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_postgres() {
     join_retried(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_citus() {
+    if crate::helpers::citus_available() {
+        join_retried(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -537,6 +573,13 @@ async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_post
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_citus() {
+    if crate::helpers::citus_available() {
+        create_leave_and_webhook_retried(Backend::Citus).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_sqlite() {
     create_leave_and_webhook_retried(Backend::Sqlite).await;
 }
@@ -621,6 +664,13 @@ async fn acts_given_up_over_http(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acts_given_up_over_http_are_applied_once_on_postgres() {
     acts_given_up_over_http(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acts_given_up_over_http_are_applied_once_on_citus() {
+    if crate::helpers::citus_available() {
+        acts_given_up_over_http(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -774,6 +824,13 @@ async fn bad_input_harms_no_one(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_postgres() {
     bad_input_harms_no_one(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_citus() {
+    if crate::helpers::citus_available() {
+        bad_input_harms_no_one(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -261,6 +261,13 @@ async fn a_passed_deadline_plays_the_default_action_once_on_postgres() {
 }
 
 #[tokio::test]
+async fn a_passed_deadline_plays_the_default_action_once_on_citus() {
+    if crate::helpers::citus_available() {
+        a_passed_deadline_plays_the_default_action_once(Backend::Citus).await;
+    }
+}
+
+#[tokio::test]
 async fn a_passed_deadline_plays_the_default_action_once_on_sqlite() {
     a_passed_deadline_plays_the_default_action_once(Backend::Sqlite).await;
 }
@@ -424,6 +431,13 @@ async fn a_view_lists_the_awaited_seats_deadline_on_postgres() {
 }
 
 #[tokio::test]
+async fn a_view_lists_the_awaited_seats_deadline_on_citus() {
+    if crate::helpers::citus_available() {
+        a_view_lists_the_awaited_seats_deadline(Backend::Citus).await;
+    }
+}
+
+#[tokio::test]
 async fn a_view_lists_the_awaited_seats_deadline_on_sqlite() {
     a_view_lists_the_awaited_seats_deadline(Backend::Sqlite).await;
 }
@@ -431,6 +445,13 @@ async fn a_view_lists_the_awaited_seats_deadline_on_sqlite() {
 #[tokio::test]
 async fn a_deadline_survives_a_restart_on_postgres() {
     a_deadline_survives_a_restart(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_deadline_survives_a_restart_on_citus() {
+    if crate::helpers::citus_available() {
+        a_deadline_survives_a_restart(Backend::Citus).await;
+    }
 }
 
 #[tokio::test]
@@ -490,6 +511,13 @@ async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend, strategy: &st
 #[tokio::test]
 async fn a_match_of_bots_plays_itself_to_the_end_on_postgres() {
     a_match_of_bots_plays_itself_to_the_end(Backend::Postgres, "counting").await;
+}
+
+#[tokio::test]
+async fn a_match_of_bots_plays_itself_to_the_end_on_citus() {
+    if crate::helpers::citus_available() {
+        a_match_of_bots_plays_itself_to_the_end(Backend::Citus, "counting").await;
+    }
 }
 
 #[tokio::test]

@@ -125,6 +125,13 @@ async fn a_stream_read_only_after_the_end_still_sends_every_update_postgres() {
 }
 
 #[tokio::test]
+async fn a_stream_read_only_after_the_end_still_sends_every_update_citus() {
+    if crate::helpers::citus_available() {
+        a_stream_read_only_after_the_end_still_sends_every_update(Backend::Citus).await;
+    }
+}
+
+#[tokio::test]
 async fn a_stream_read_only_after_the_end_still_sends_every_update_sqlite() {
     a_stream_read_only_after_the_end_still_sends_every_update(Backend::Sqlite).await;
 }

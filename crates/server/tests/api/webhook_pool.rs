@@ -315,6 +315,13 @@ async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_citus() {
+    if crate::helpers::citus_available() {
+        an_honest_receiver_is_not_held_up_by_blackholed_ones(Backend::Citus).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_sqlite() {
     an_honest_receiver_is_not_held_up_by_blackholed_ones(Backend::Sqlite).await;
 }

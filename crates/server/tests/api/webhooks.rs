@@ -323,6 +323,13 @@ async fn a_seat_is_notified_each_time_its_turn_comes_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_is_notified_each_time_its_turn_comes_on_citus() {
+    if crate::helpers::citus_available() {
+        a_seat_is_notified_each_time_its_turn_comes(Backend::Citus).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_seat_is_notified_each_time_its_turn_comes_on_sqlite() {
     a_seat_is_notified_each_time_its_turn_comes(Backend::Sqlite).await;
 }
@@ -512,6 +519,13 @@ async fn a_reminder_needs_a_deadline_it_comes_before() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_receiver_gets_retries_with_growing_gaps_on_postgres() {
     a_failing_receiver_gets_retries_with_growing_gaps(Backend::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_receiver_gets_retries_with_growing_gaps_on_citus() {
+    if crate::helpers::citus_available() {
+        a_failing_receiver_gets_retries_with_growing_gaps(Backend::Citus).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
