@@ -1669,7 +1669,7 @@ async fn explain(
         (
             "list_matches, open, after a cursor",
             open_page(Some(cursor)),
-            "text",
+            "uuid",
             format!("'{cursor}'"),
         ),
         (
@@ -1679,7 +1679,7 @@ async fn explain(
                 after: Some(cursor),
                 ..MatchFilter::default()
             },
-            "text",
+            "uuid",
             format!("'{cursor}'"),
         ),
     ] {
@@ -1697,7 +1697,7 @@ async fn explain(
     explain_one(
         &mut conn,
         "load (1/3): the match row and seats",
-        "text",
+        "uuid",
         &read,
         &format!("'{long}'"),
     )
@@ -1705,7 +1705,7 @@ async fn explain(
     explain_one(
         &mut conn,
         "load (2/3): the newest snapshot",
-        "text, int4, int8",
+        "uuid, int4, int8",
         statements::LOAD_SNAPSHOT,
         &format!("'{long}', 1, 1000"),
     )
@@ -1713,7 +1713,7 @@ async fn explain(
     explain_one(
         &mut conn,
         "load (3/3): the events",
-        "text, int8",
+        "uuid, int8",
         &statements::load_events_sql(),
         &format!("'{long}', 0"),
     )
@@ -1721,13 +1721,13 @@ async fn explain(
     explain_one(
         &mut conn,
         "read_events (GetHistory of a 60-80 event match)",
-        "text, int8, int8",
+        "uuid, int8, int8",
         &statements::read_events_sql(),
         &format!("'{long}', 0, 4294967295"),
     )
     .await?;
-    // The claim's read of the due turns (each is then taken by a one-row update), explained
-    // inside a transaction that is rolled back.
+    // The claim's read of the due turns (a round's candidates are then taken by one update),
+    // explained inside a transaction that is rolled back.
     sqlx::raw_sql("BEGIN").execute(&mut conn).await?;
     let now = rfc3339(claim_at);
     let claim = statements::CLAIM_TURNS;

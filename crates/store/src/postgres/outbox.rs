@@ -119,16 +119,21 @@ pub(super) async fn claim(
             .await
             .map_err(db)
         },
-        |key: KeyRow| async move {
-            let key = key.into_key()?;
-            let row: Option<ClaimRow> = sqlx::query_as(CLAIM_ONE)
-                .bind(Time::from(now))
-                .bind(Time::from(lease_until))
-                .params(KeyValues::new(&key)?)
-                .fetch_optional(pool)
-                .await
-                .map_err(db)?;
-            row.map(ClaimRow::into_delivery).transpose()
+        |keys: Vec<KeyRow>| async move {
+            // Each row by a statement of its own: its lease reads its seat's webhook too.
+            let mut claimed = Vec::new();
+            for key in keys {
+                let key = key.into_key()?;
+                let row: Option<ClaimRow> = sqlx::query_as(CLAIM_ONE)
+                    .bind(Time::from(now))
+                    .bind(Time::from(lease_until))
+                    .params(KeyValues::new(&key)?)
+                    .fetch_optional(pool)
+                    .await
+                    .map_err(db)?;
+                claimed.extend(row.map(ClaimRow::into_delivery).transpose()?);
+            }
+            Ok(claimed)
         },
     )
     .await

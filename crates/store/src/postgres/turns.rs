@@ -75,10 +75,14 @@ pub const CANDIDATES: &str = "SELECT match_id, seat FROM turns
     WHERE due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
     ORDER BY due_at LIMIT $2";
 
-/// The claim of one due turn: `$1` now, `$2` the lease's end, `$3` the match, `$4` the seat. It
-/// returns the row only if the turn is still due and unleased.
-const CLAIM_ONE: &str = "UPDATE turns SET lease_until = $2
-    WHERE match_id = $3 AND seat = $4
+/// The claim of a round's candidates: `$1` now, `$2` the lease's end, `$3` and `$4` the
+/// candidates' matches and seats. It returns the rows still due and unleased, which it leases:
+/// PostgreSQL re-checks the `WHERE` on each row it locks, so of two servers claiming one turn
+/// exactly one gets it back. `match_id = ANY($3)` lets Citus send it only to the shards that
+/// hold the candidates, one task each.
+const CLAIM: &str = "UPDATE turns SET lease_until = $2
+    WHERE match_id = ANY($3::uuid[])
+        AND (match_id, seat) IN (SELECT c.m, c.s FROM UNNEST($3::uuid[], $4::smallint[]) AS c(m, s))
         AND due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
     RETURNING match_id::text AS match_id, seat, version, due_at, remind_at, bot, lease_until";
 
@@ -88,22 +92,23 @@ pub(super) async fn claim(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    // Each turn is its own statement and transaction, so a replica that races for the same
-    // turn waits for one row's claim, never for a batch. A lease lost in a crash is a lease
-    // that expired: the turn is claimed again.
+    // Each round's candidates are claimed by one statement, which locks its rows in the order
+    // of their key (so two claimers never wait on each other in a circle). A lease lost in a
+    // crash is a lease that expired: the turn is claimed again.
     let mut turns = claim_in_rounds(
         limit,
         |want| due_turns(pool, now, want),
-        |(id, seat)| async move {
-            let row: Option<TurnRow> = sqlx::query_as(CLAIM_ONE)
+        |due: Vec<(MatchId, i16)>| async move {
+            let (ids, seats): (Vec<MatchId>, Vec<i16>) = due.into_iter().unzip();
+            let rows: Vec<TurnRow> = sqlx::query_as(CLAIM)
                 .bind(Time::from(now))
                 .bind(Time::from(lease_until))
-                .bind(id)
-                .bind(seat)
-                .fetch_optional(pool)
+                .bind(ids)
+                .bind(seats)
+                .fetch_all(pool)
                 .await
                 .map_err(db)?;
-            row.map(TurnRow::into_record).transpose()
+            rows.into_iter().map(TurnRow::into_record).collect()
         },
     )
     .await?;
@@ -115,17 +120,17 @@ pub(super) async fn claim(
 pub(super) const CLAIM_ROUNDS: usize = 16;
 
 /// Claims up to `limit` rows: `read(want)` lists up to `want` candidates without a lock, and
-/// `take` claims one (`None`: another replica took it first). Rows others took are leased or
-/// cleared, so the next read leaves them out: reads again while the batch has room and the
-/// last read was not all taken by others, at most [`CLAIM_ROUNDS`] times.
+/// `take` claims those it can of them (the others another replica took first). Rows others
+/// took are leased or cleared, so the next read leaves them out: reads again while the batch
+/// has room and the last read was not all taken by others, at most [`CLAIM_ROUNDS`] times.
 pub(super) async fn claim_in_rounds<C, T, R, F>(
     limit: u32,
     mut read: impl FnMut(u32) -> R,
-    mut take: impl FnMut(C) -> F,
+    mut take: impl FnMut(Vec<C>) -> F,
 ) -> Result<Vec<T>, StoreError>
 where
     R: Future<Output = Result<Vec<C>, StoreError>>,
-    F: Future<Output = Result<Option<T>, StoreError>>,
+    F: Future<Output = Result<Vec<T>, StoreError>>,
 {
     let mut claimed = Vec::new();
     for _ in 0..CLAIM_ROUNDS {
@@ -135,10 +140,8 @@ where
         }
         let due = read(want).await?;
         let (read, before) = (due.len(), claimed.len());
-        for candidate in due {
-            if let Some(row) = take(candidate).await? {
-                claimed.push(row);
-            }
+        if read > 0 {
+            claimed.extend(take(due).await?);
         }
         if read < want as usize || claimed.len() - before == read {
             break;
