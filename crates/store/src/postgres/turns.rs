@@ -1,11 +1,12 @@
 //! Pending turns on PostgreSQL. Claims and reminders first read the due rows without a lock,
-//! then take each with a statement about that one row that changes it only if it is still due
-//! and unclaimed (`UPDATE … WHERE match_id = … AND seat = … AND <still due> RETURNING …`):
-//! PostgreSQL re-checks the condition on the row it locked, so of replicas claiming one turn
-//! at once exactly one gets it back, and a loser waits at most for that one-row statement.
-//! Nothing locks rows across matches, which Citus would refuse, and each statement names its
-//! match, so Citus routes it to one shard. Rows are written by appends ([`super::events`]) and
-//! match creation.
+//! then take them with statements that change a row only if it is still due and unclaimed
+//! (`UPDATE … WHERE <these rows> AND <still due> RETURNING …`): PostgreSQL re-checks the
+//! condition on each row it locks, so of replicas claiming one turn at once exactly one gets it
+//! back. A claim takes a round's candidates with one statement, locking them in key order; a
+//! reminder is cleared row by row, with its outbox row. Nothing locks rows with `FOR UPDATE`
+//! across matches, which Citus would refuse, and each statement names its matches, so Citus
+//! sends it only to their shards. Rows are written by appends ([`super::events`]) and match
+//! creation.
 
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
