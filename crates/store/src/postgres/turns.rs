@@ -2,8 +2,8 @@
 //! then take them with statements that change a row only if it is still due and unclaimed
 //! (`UPDATE … WHERE <these rows> AND <still due> RETURNING …`): PostgreSQL re-checks the
 //! condition on each row it locks, so of replicas claiming one turn at once exactly one gets it
-//! back. A claim takes a round's candidates with one statement, locking them in key order; a
-//! reminder is cleared row by row, with its outbox row. Nothing locks rows with `FOR UPDATE`
+//! back. A claim takes a round's candidates with one statement; a reminder is cleared row by
+//! row, with its outbox row. Nothing locks rows with `FOR UPDATE`
 //! across matches, which Citus would refuse, and each statement names its matches, so Citus
 //! sends it only to their shards. Rows are written by appends ([`super::events`]) and match
 //! creation.
@@ -93,9 +93,10 @@ pub(super) async fn claim(
     lease_until: DateTime<Utc>,
     limit: u32,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    // Each round's candidates are claimed by one statement, which locks its rows in the order
-    // of their key (so two claimers never wait on each other in a circle). A lease lost in a
-    // crash is a lease that expired: the turn is claimed again.
+    // Each round's candidates are claimed by one statement. Two claimers of overlapping rounds
+    // lock the rows they share in the order their (same) plan visits them; should PostgreSQL
+    // ever find them waiting on each other, it fails one, whose worker claims again at its next
+    // poll. A lease lost in a crash is a lease that expired: the turn is claimed again.
     let mut turns = claim_in_rounds(
         limit,
         |want| due_turns(pool, now, want),
