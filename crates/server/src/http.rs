@@ -561,10 +561,52 @@ fn method_router(route: &routes::Route) -> MethodRouter<AppState> {
 pub fn router(config: &Config, service: Arc<Service>, limiter: Arc<Limiter>) -> Router {
     let router = routes_of(config, service, limiter);
     // CORS outermost, so a preflight is answered before routing; off unless configured.
-    match config.browsers.cors() {
+    match cors(&config.browsers) {
         Some(cors) => router.layer(cors),
         None => router,
     }
+}
+
+/// The CORS layer both listeners wear (see [`crate::config::Browsers`]), or `None` when no origin is allowed (the default).
+/// Preflights may send what browser clients of either transport use: a bearer token,
+/// JSON or gRPC-Web bodies, gRPC deadlines; gRPC-Web's status headers are readable.
+pub fn cors(browsers: &crate::config::Browsers) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderName, HeaderValue, Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+
+    if browsers.cors_origins.is_empty() {
+        return None;
+    }
+    let origin = if browsers.cors_origins.contains(&crate::config::Origin::Any) {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(browsers.cors_origins.iter().filter_map(|o| match o {
+            crate::config::Origin::Exact(o) => HeaderValue::from_str(o).ok(),
+            crate::config::Origin::Any => None,
+        }))
+    };
+    let name = HeaderName::from_static;
+    Some(
+        CorsLayer::new()
+            .allow_origin(origin)
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                name("last-event-id"),
+                name("x-grpc-web"),
+                name("x-user-agent"),
+                name("grpc-timeout"),
+            ])
+            .expose_headers([
+                header::RETRY_AFTER,
+                name("grpc-status"),
+                name("grpc-message"),
+                name("grpc-status-details-bin"),
+                name(crate::audit::FORMAT_HEADER),
+            ])
+            .max_age(std::time::Duration::from_secs(24 * 60 * 60)),
+    )
 }
 
 /// The refusal of an HTTP request over a limit: 429 with `Retry-After`.
@@ -668,4 +710,19 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn cors_is_worn_only_when_origins_are_configured() {
+        assert!(cors(&Config::parse_from(["missive"]).browsers).is_none());
+        let config = Config::parse_from(["missive", "--cors-origins", "https://play.example.com"]);
+        assert!(cors(&config.browsers).is_some());
+        assert!(cors(&Config::parse_from(["missive", "--cors-origins", "*"]).browsers).is_some());
+    }
 }

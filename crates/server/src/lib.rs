@@ -4,33 +4,24 @@
 //! ([`turns`]), and serves until the shutdown future resolves; `main` only parses the
 //! configuration, sets up logging and binds.
 //!
+//! Its modules stand on three floors, each importing only its own and the ones beneath: the
+//! transports (this file, [`grpc`], [`http`], [`web`], [`routes`], [`openapi`], [`cli`]); the
+//! transport-free core, [`domain`]; and what every floor uses, [`common`].
+//!
 //! **Architecture invariant:** protobuf types stay at the edge. The service core speaks the
 //! API's messages; rules types are mapped to and from them only in [`games`].
 
-pub mod archiver;
-pub mod audit;
-pub mod auth;
-pub mod bots;
 pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod deal;
-pub mod error;
-pub mod events;
-pub mod expiry;
-pub mod fanout;
-pub mod games;
+pub mod common;
+pub mod domain;
 pub mod grpc;
-pub mod identity;
-pub mod limits;
-pub mod metrics;
-pub mod ratelimit;
 pub mod routes;
-pub mod service;
-pub mod table;
-pub mod telemetry;
-pub mod turns;
-pub mod webhooks;
+
+// Each module of the core and of the common parts keeps its short path (`crate::service`).
+pub use common::{auth, clock, config, error, identity, limits, metrics, ratelimit, telemetry};
+pub use domain::{
+    archiver, audit, bots, deal, events, expiry, fanout, games, service, table, turns, webhooks,
+};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -85,7 +76,7 @@ pub async fn run(
     // and is attempted again (here or by another replica) once its lease runs out.
     let webhook_worker = tokio::spawn(webhooks::run(
         service.store().clone(),
-        config.webhooks.settings(),
+        webhooks::Settings::from(&config.webhooks),
         service.webhook_wake(),
         stop_rx.clone(),
     ));
@@ -98,7 +89,7 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
     // One limiter for both transports: a client's requests count the same over either.
-    let limiter = ratelimit::Limiter::new(config.limits.settings());
+    let limiter = ratelimit::Limiter::new(ratelimit::Settings::from(&config.limits));
     let housekeeping = tokio::spawn(ratelimit::housekeeping(
         limiter.clone(),
         std::time::Duration::from_secs(60),
@@ -235,7 +226,7 @@ async fn grpc_server(
         .http2_keepalive_interval(config.connections.keepalive_interval())
         .http2_keepalive_timeout(config.connections.keepalive_timeout())
         // CORS outermost, so a preflight is answered before anything else sees it.
-        .layer(tower::util::option_layer(config.browsers.cors()))
+        .layer(tower::util::option_layer(http::cors(&config.browsers)))
         .layer(tonic_web::GrpcWebLayer::new())
         .layer(metrics::GrpcMetricsLayer)
         // The identity layer (a verified player) goes above the rate limit, which keys on it.

@@ -59,7 +59,7 @@ const WINDOW: usize = 4096;
 const RULES_VERSION: u32 = 1;
 /// ListMatches' default page, as the server asks for it.
 const PAGE: u32 = 50;
-/// The turn worker's batch (`crates/server/src/turns.rs`).
+/// The turn worker's batch (`crates/server/src/domain/turns.rs`).
 const CLAIM_BATCH: u32 = 64;
 
 #[derive(Debug, Clone)]

@@ -3,7 +3,7 @@
 //!
 //! A custom rule is a structured *trigger → effect* pair. Every effect in the catalogue only
 //! *adds* something after a base event (a skip, a reversal, draws, a burn, a bonus play), so no
-//! rule can prevent a base event, winning or voting. `check_rule` refuses the few
+//! rule can prevent a base event, winning or voting. `check_rule` (in `game/session.rs`) refuses the few
 //! combinations that would still contradict a base rule or never end:
 //!
 //! - `pile-burned → burn-pile` loops without end (each burn triggers the next);
@@ -24,9 +24,7 @@
 use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
 
-use super::Error;
 use super::cards::Rank;
 
 /// The base rules a Rule Vote may change for the rest of the session. The vote and Roshambo
@@ -236,7 +234,7 @@ pub enum Timing {
 pub const TABLE_RULE_MAX_CHARS: usize = 280;
 
 /// The trigger an effect raises by itself, if any: the edges of the loop graph.
-fn raised_by(effect: Effect) -> Option<Trigger> {
+pub(crate) fn raised_by(effect: Effect) -> Option<Trigger> {
     match effect {
         Effect::BurnPile => Some(Trigger::PileBurned),
         Effect::NextPlayerSkips
@@ -245,79 +243,6 @@ fn raised_by(effect: Effect) -> Option<Trigger> {
         | Effect::OthersDrawOne
         | Effect::BonusPlay => None,
     }
-}
-
-/// Checks a free-text table rule.
-pub(crate) fn check_table_text(text: &str) -> Result<(), Error> {
-    let chars = text.chars().count();
-    if text.trim().is_empty() || chars > TABLE_RULE_MAX_CHARS || text.chars().any(char::is_control)
-    {
-        return Err(Error::TableRuleText {
-            max: TABLE_RULE_MAX_CHARS,
-        });
-    }
-    Ok(())
-}
-
-/// Checks that `spec` may join the `others` active enforced rules under `base`.
-pub(crate) fn check_rule(
-    spec: RuleSpec,
-    others: &[RuleSpec],
-    base: &BaseRules,
-) -> Result<(), Error> {
-    match spec.trigger {
-        Trigger::CardsPlayed { at_least } if !(1..=4).contains(&at_least) => {
-            return Err(Error::RuleOutOfRange {
-                what: "cards-played at-least",
-                min: 1,
-                max: 4,
-            });
-        }
-        _ => {}
-    }
-    if let Effect::PlayerDraws { count } = spec.effect
-        && !(1..=3).contains(&count)
-    {
-        return Err(Error::RuleOutOfRange {
-            what: "player-draws count",
-            min: 1,
-            max: 3,
-        });
-    }
-    match (spec.trigger, spec.effect) {
-        (Trigger::PilePickedUp, Effect::BurnPile | Effect::BonusPlay) => {
-            return Err(Error::RuleContradictsBaseRule {
-                reason: "a pickup ends the turn, so it can't give a burn or a bonus play",
-            });
-        }
-        (Trigger::RankPlayed { rank }, Effect::BonusPlay) if base.pass == Some(rank) => {
-            return Err(Error::RuleContradictsBaseRule {
-                reason: "a pass hands the pickup to the next player; a bonus play would hand it back",
-            });
-        }
-        _ => {}
-    }
-    if others.contains(&spec) {
-        return Err(Error::RuleDuplicate);
-    }
-    // Walk the events this rule's effect raises, through every rule, until nothing new fires.
-    // Inline lists: `legal_actions` checks the whole catalogue this way.
-    let all = || others.iter().chain(std::iter::once(&spec));
-    let mut frontier: SmallVec<[Trigger; 4]> = raised_by(spec.effect).into_iter().collect();
-    let mut seen: SmallVec<[Trigger; 4]> = SmallVec::new();
-    while let Some(trigger) = frontier.pop() {
-        if trigger == spec.trigger {
-            return Err(Error::RuleLoops);
-        }
-        if seen.contains(&trigger) {
-            continue;
-        }
-        seen.push(trigger);
-        for rule in all().filter(|r| r.trigger == trigger) {
-            frontier.extend(raised_by(rule.effect));
-        }
-    }
-    Ok(())
 }
 
 /// Every enforced rule the catalogue can express, in a fixed order: what `legal_actions`

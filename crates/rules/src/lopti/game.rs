@@ -15,10 +15,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
+use self::session::check_table_text;
 use super::cards::{Card, Rank};
 use super::catalogue::{
     BaseRules, Change, Effect, HAND_SIZE_RANGE, Rule, RuleBody, RuleId, RuleSpec, RuleStatus,
-    Timing, Trigger, catalogue, check_rule, check_table_text,
+    Timing, Trigger, catalogue,
 };
 use super::error::Error;
 use super::types::{

@@ -20,8 +20,30 @@ use clap::Args;
 use missive_store::MatchId;
 use serde_json::{Value, json};
 
-use self::story::{Catalogue, Story};
+use self::story::{Catalogue, Story, Teller};
 use super::{Failure, exit, failed, find_blank_line, http_client, sse_event, unusable};
+
+/// Each game's sentences, by the key the API's JSON names it with.
+const TELLERS: &[Teller] = &[
+    Teller {
+        game: "loveLetter",
+        event: love_letter::event,
+        action: love_letter::action,
+        view: love_letter::view,
+    },
+    Teller {
+        game: "lopti",
+        event: lopti::event,
+        action: lopti::action,
+        view: lopti::view,
+    },
+    Teller {
+        game: "amori",
+        event: amori::event,
+        action: amori::action,
+        view: amori::view,
+    },
+];
 
 /// The most lines of the past a terminal prints when it first looks at a match.
 const FIRST_LOOK_LINES: usize = 40;
@@ -149,6 +171,7 @@ impl Table {
                 catalogue: Catalogue::from_json(&games),
                 me: None,
                 names: Vec::new(),
+                tellers: TELLERS,
             },
             told: None,
             looked: 0,
@@ -466,6 +489,7 @@ mod tests {
             catalogue: Catalogue::from_json(&games),
             me: Some(0),
             names: vec!["ann".into(), "bob".into()],
+            tellers: TELLERS,
         };
         let guard = json!({ "loveLetter": { "play": { "card": "A♠", "target": 1, "guess": "LOVE_LETTER_ROLE_PRIEST" } } });
         assert_eq!(
@@ -490,6 +514,7 @@ mod tests {
             catalogue: Catalogue::from_json(&games),
             me: Some(0),
             names: vec!["ann".into(), "bob".into()],
+            tellers: TELLERS,
         };
         let view = json!({ "amori": { "phase": { "reaction": { "attacker": 1, "target": 0, "card": "slander-4" } } } });
         let told = story.view(&view);

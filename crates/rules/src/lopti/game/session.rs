@@ -3,7 +3,7 @@
 //! change to the state.
 
 use super::*;
-use crate::lopti::catalogue::Special;
+use crate::lopti::catalogue::{Special, TABLE_RULE_MAX_CHARS, raised_by};
 
 impl Lopti {
     pub(super) fn cancel_rule(
@@ -511,4 +511,77 @@ impl Lopti {
             }
         }
     }
+}
+
+/// Checks a free-text table rule.
+pub(super) fn check_table_text(text: &str) -> Result<(), Error> {
+    let chars = text.chars().count();
+    if text.trim().is_empty() || chars > TABLE_RULE_MAX_CHARS || text.chars().any(char::is_control)
+    {
+        return Err(Error::TableRuleText {
+            max: TABLE_RULE_MAX_CHARS,
+        });
+    }
+    Ok(())
+}
+
+/// Checks that `spec` may join the `others` active enforced rules under `base`.
+pub(super) fn check_rule(
+    spec: RuleSpec,
+    others: &[RuleSpec],
+    base: &BaseRules,
+) -> Result<(), Error> {
+    match spec.trigger {
+        Trigger::CardsPlayed { at_least } if !(1..=4).contains(&at_least) => {
+            return Err(Error::RuleOutOfRange {
+                what: "cards-played at-least",
+                min: 1,
+                max: 4,
+            });
+        }
+        _ => {}
+    }
+    if let Effect::PlayerDraws { count } = spec.effect
+        && !(1..=3).contains(&count)
+    {
+        return Err(Error::RuleOutOfRange {
+            what: "player-draws count",
+            min: 1,
+            max: 3,
+        });
+    }
+    match (spec.trigger, spec.effect) {
+        (Trigger::PilePickedUp, Effect::BurnPile | Effect::BonusPlay) => {
+            return Err(Error::RuleContradictsBaseRule {
+                reason: "a pickup ends the turn, so it can't give a burn or a bonus play",
+            });
+        }
+        (Trigger::RankPlayed { rank }, Effect::BonusPlay) if base.pass == Some(rank) => {
+            return Err(Error::RuleContradictsBaseRule {
+                reason: "a pass hands the pickup to the next player; a bonus play would hand it back",
+            });
+        }
+        _ => {}
+    }
+    if others.contains(&spec) {
+        return Err(Error::RuleDuplicate);
+    }
+    // Walk the events this rule's effect raises, through every rule, until nothing new fires.
+    // Inline lists: `legal_actions` checks the whole catalogue this way.
+    let all = || others.iter().chain(std::iter::once(&spec));
+    let mut frontier: SmallVec<[Trigger; 4]> = raised_by(spec.effect).into_iter().collect();
+    let mut seen: SmallVec<[Trigger; 4]> = SmallVec::new();
+    while let Some(trigger) = frontier.pop() {
+        if trigger == spec.trigger {
+            return Err(Error::RuleLoops);
+        }
+        if seen.contains(&trigger) {
+            continue;
+        }
+        seen.push(trigger);
+        for rule in all().filter(|r| r.trigger == trigger) {
+            frontier.extend(raised_by(rule.effect));
+        }
+    }
+    Ok(())
 }

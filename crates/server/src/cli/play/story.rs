@@ -1,12 +1,11 @@
 //! What the terminal says, game-independent: the catalogue's names and texts (fetched once
 //! from `GET /v1/games`), the seats by name, sentences with "you" for the player's own seat,
-//! and enum values as words. Each game's sentences are in the module of its name beside this.
+//! and enum values as words. Each game's sentences are in the module of its name beside this,
+//! reached through the [`Teller`]s the story is given.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
-
-use super::{amori, lopti, love_letter};
 
 /// One card or piece the catalogue names: its name, a number to show beside it, its text.
 #[derive(Debug, Clone, Default)]
@@ -122,6 +121,18 @@ pub(super) struct Story {
     pub catalogue: Catalogue,
     pub me: Option<u64>,
     pub names: Vec<String>,
+    /// The games' sentences, by the key their JSON is under.
+    pub tellers: &'static [Teller],
+}
+
+/// One game's sentences: its events, its actions as choices, its view as a few lines.
+#[derive(Debug)]
+pub(super) struct Teller {
+    /// The key the API's JSON names the game by (`loveLetter`).
+    pub game: &'static str,
+    pub event: fn(&Story, &str, &Value) -> Option<String>,
+    pub action: fn(&Story, &str, &Value) -> String,
+    pub view: fn(&Story, &Value) -> String,
 }
 
 /// The enum prefixes the API's values carry, longest first where one starts another.
@@ -341,13 +352,8 @@ impl Story {
         }
         let (game, event) = only(entry.get("game")?)?;
         let (kind, body) = only(event)?;
-        let told = match game {
-            "loveLetter" => love_letter::event(self, kind, body),
-            "lopti" => lopti::event(self, kind, body),
-            "amori" => amori::event(self, kind, body),
-            _ => None,
-        };
-        told.map(|sentence| capital(&sentence))
+        let told = (self.teller(game)?.event)(self, kind, body)?;
+        Some(capital(&told))
     }
 
     /// A legal action as a choice a person reads.
@@ -358,22 +364,22 @@ impl Story {
         let Some((kind, body)) = only(action) else {
             return "?".into();
         };
-        capital(&match game {
-            "loveLetter" => love_letter::action(self, kind, body),
-            "lopti" => lopti::action(self, kind, body),
-            "amori" => amori::action(self, kind, body),
-            _ => words(kind),
+        capital(&match self.teller(game) {
+            Some(teller) => (teller.action)(self, kind, body),
+            None => words(kind),
         })
     }
 
     /// The game's state as a few lines.
     pub(super) fn view(&self, game: &Value) -> String {
-        match only(game) {
-            Some(("loveLetter", view)) => love_letter::view(self, view),
-            Some(("lopti", view)) => lopti::view(self, view),
-            Some(("amori", view)) => amori::view(self, view),
-            _ => String::new(),
+        match only(game).and_then(|(game, view)| Some((self.teller(game)?, view))) {
+            Some((teller, view)) => (teller.view)(self, view),
+            None => String::new(),
         }
+    }
+
+    fn teller(&self, game: &str) -> Option<&'static Teller> {
+        self.tellers.iter().find(|t| t.game == game)
     }
 }
 
@@ -399,6 +405,7 @@ mod tests {
             catalogue: Catalogue::default(),
             me: Some(0),
             names: vec!["ann".into(), "bob".into()],
+            tellers: &[],
         };
         assert_eq!(story.does(&json!(0), "play"), "you play");
         assert_eq!(story.does(&json!(1), "pass"), "bob (seat 1) passes");
@@ -417,6 +424,7 @@ mod tests {
             catalogue: Catalogue::default(),
             me: None,
             names: Vec::new(),
+            tellers: &[],
         };
         let told = |reason: &str| story.entry(&json!({ "closed": { "reason": reason } }));
         assert_eq!(

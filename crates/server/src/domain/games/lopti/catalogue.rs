@@ -11,6 +11,7 @@ use missive_rules::lopti::{
 
 use super::proto::{base_to_proto, ids, rank_to_proto, special_to_proto};
 use crate::bots;
+use crate::games::Catalogue;
 
 /// A special role's name for people.
 pub(super) fn special_name(special: Special) -> &'static str {
@@ -173,110 +174,112 @@ fn changes() -> Vec<pb::LoptiRulePart> {
     ]
 }
 
-pub(super) fn info() -> pb::GameInfo {
-    let base = BaseRules::default();
-    let range = Lopti::seat_range(&Config::default());
-    let deck: Vec<Card> = Card::deck();
-    pb::GameInfo {
-        name: "Lopti".into(),
-        summary: "A shedding card game played in sessions of several hands: be the first to \
-                  get rid of every card; each hand's winner adds a rule for the rest of the \
-                  session, and the table may vote rules away."
-            .into(),
-        options_field: "lopti".into(),
-        editions: vec![pb::GameEdition {
-            name: "standard".into(),
-            description: "One 52-card deck without jokers.".into(),
-            min_seats: (*range.start()).into(),
-            max_seats: (*range.end()).into(),
-            is_default: true,
+impl Catalogue for Lopti {
+    fn info() -> pb::GameInfo {
+        let base = BaseRules::default();
+        let range = Lopti::seat_range(&Config::default());
+        let deck: Vec<Card> = Card::deck();
+        pb::GameInfo {
+            name: "Lopti".into(),
+            summary: "A shedding card game played in sessions of several hands: be the first to \
+                      get rid of every card; each hand's winner adds a rule for the rest of the \
+                      session, and the table may vote rules away."
+                .into(),
+            options_field: "lopti".into(),
+            editions: vec![pb::GameEdition {
+                name: "standard".into(),
+                description: "One 52-card deck without jokers.".into(),
+                min_seats: (*range.start()).into(),
+                max_seats: (*range.end()).into(),
+                is_default: true,
+                ..Default::default()
+            }],
+            options: vec![
+                pb::GameOption {
+                    name: "hands".into(),
+                    r#type: "integer".into(),
+                    description: "Hands in the session; the match ends after the last one, won by \
+                                  the most hands won."
+                        .into(),
+                    default_value: Config::default().hands.to_string(),
+                    min: Some(1),
+                    max: Some(MAX_HANDS.into()),
+                    ..Default::default()
+                },
+                pb::GameOption {
+                    name: "deck".into(),
+                    r#type: "cards".into(),
+                    description: "A fixed order for the first hand's deck, top card first; refused \
+                                  unless the server allows fixed decks, and shown in every view."
+                        .into(),
+                    ..Default::default()
+                },
+                pb::GameOption {
+                    name: "carriedRules".into(),
+                    r#type: "rules".into(),
+                    description: "Rules of an earlier session the table approved by majority \
+                                  while setting this one up; a session starts from none."
+                        .into(),
+                    ..Default::default()
+                },
+            ],
+            bot_strategies: vec![pb::BotStrategy {
+                name: bots::RANDOM.into(),
+                description: "Plays a uniformly random legal action.".into(),
+            }],
+            catalogue: Some(pb::GameCatalogue {
+                game: Some(pb::game_catalogue::Game::Lopti(pb::LoptiCatalogue {
+                    cards: ids(&deck),
+                    ranks: Rank::ALL.iter().map(|r| r.label().to_owned()).collect(),
+                    specials: Special::ALL
+                        .into_iter()
+                        .map(|special| pb::LoptiSpecialInfo {
+                            special: special_to_proto(special) as i32,
+                            name: special_name(special).into(),
+                            rank: rank_to_proto(base.special(special)),
+                            effect: special_effect(special).into(),
+                        })
+                        .collect(),
+                    base_rules: Some(base_to_proto(&base)),
+                    min_hand_size: (*HAND_SIZE_RANGE.start()).into(),
+                    max_hand_size: (*HAND_SIZE_RANGE.end()).into(),
+                    triggers: triggers(),
+                    effects: effects(),
+                    changes: changes(),
+                    rule_creation: "From the second hand on, the last hand's winner creates a rule \
+                                    for the rest of the session: an enforced rule (a trigger and an \
+                                    effect from the catalogue), a free-text table rule the engine \
+                                    shows but does not enforce, both, or none. A creator may cancel \
+                                    their own rule at any time."
+                        .into(),
+                    rule_vote: "Before each deal the table has one Rule Vote: every seat proposes \
+                                a change (remove, modify or restore a custom rule, change the hand \
+                                size or a special rank) or declines, and the first proposal goes to \
+                                the vote, taking effect now or from the next hand. Every seat votes \
+                                yes, no or abstain, in secret until all are in; more than half of \
+                                all seats voting yes passes it, exactly half is a tie settled by \
+                                Roshambo, anything less fails. A failed or tied vote uses up the \
+                                hand's one attempt."
+                        .into(),
+                    roshambo: "A tie is settled by rock-paper-scissors between the proposer and \
+                               the rule's creator (or the first seat that voted no): throws are \
+                               secret until both are in, draws don't count, and after the decisive \
+                               throws the side with more wins; at a tie the next decisive throw \
+                               decides."
+                        .into(),
+                    roshambo_throws: ROSHAMBO_THROWS.into(),
+                    table_rule_max_chars: TABLE_RULE_MAX_CHARS as u32,
+                    turn: "Play one or more cards of one rank, higher than the top play, or equal \
+                           with more cards, or completing four of a rank; or pick up the pile, which \
+                           ends the turn. After the turn's first play, draw up to the hand size. \
+                           With hand and draw pile empty, take your face-up cards; then turn your \
+                           face-down cards one at a time. The first player with no card left wins \
+                           the hand."
+                        .into(),
+                })),
+            }),
             ..Default::default()
-        }],
-        options: vec![
-            pb::GameOption {
-                name: "hands".into(),
-                r#type: "integer".into(),
-                description: "Hands in the session; the match ends after the last one, won by \
-                              the most hands won."
-                    .into(),
-                default_value: Config::default().hands.to_string(),
-                min: Some(1),
-                max: Some(MAX_HANDS.into()),
-                ..Default::default()
-            },
-            pb::GameOption {
-                name: "deck".into(),
-                r#type: "cards".into(),
-                description: "A fixed order for the first hand's deck, top card first; refused \
-                              unless the server allows fixed decks, and shown in every view."
-                    .into(),
-                ..Default::default()
-            },
-            pb::GameOption {
-                name: "carriedRules".into(),
-                r#type: "rules".into(),
-                description: "Rules of an earlier session the table approved by majority \
-                              while setting this one up; a session starts from none."
-                    .into(),
-                ..Default::default()
-            },
-        ],
-        bot_strategies: vec![pb::BotStrategy {
-            name: bots::RANDOM.into(),
-            description: "Plays a uniformly random legal action.".into(),
-        }],
-        catalogue: Some(pb::GameCatalogue {
-            game: Some(pb::game_catalogue::Game::Lopti(pb::LoptiCatalogue {
-                cards: ids(&deck),
-                ranks: Rank::ALL.iter().map(|r| r.label().to_owned()).collect(),
-                specials: Special::ALL
-                    .into_iter()
-                    .map(|special| pb::LoptiSpecialInfo {
-                        special: special_to_proto(special) as i32,
-                        name: special_name(special).into(),
-                        rank: rank_to_proto(base.special(special)),
-                        effect: special_effect(special).into(),
-                    })
-                    .collect(),
-                base_rules: Some(base_to_proto(&base)),
-                min_hand_size: (*HAND_SIZE_RANGE.start()).into(),
-                max_hand_size: (*HAND_SIZE_RANGE.end()).into(),
-                triggers: triggers(),
-                effects: effects(),
-                changes: changes(),
-                rule_creation: "From the second hand on, the last hand's winner creates a rule \
-                                for the rest of the session: an enforced rule (a trigger and an \
-                                effect from the catalogue), a free-text table rule the engine \
-                                shows but does not enforce, both, or none. A creator may cancel \
-                                their own rule at any time."
-                    .into(),
-                rule_vote: "Before each deal the table has one Rule Vote: every seat proposes \
-                            a change (remove, modify or restore a custom rule, change the hand \
-                            size or a special rank) or declines, and the first proposal goes to \
-                            the vote, taking effect now or from the next hand. Every seat votes \
-                            yes, no or abstain, in secret until all are in; more than half of \
-                            all seats voting yes passes it, exactly half is a tie settled by \
-                            Roshambo, anything less fails. A failed or tied vote uses up the \
-                            hand's one attempt."
-                    .into(),
-                roshambo: "A tie is settled by rock-paper-scissors between the proposer and \
-                           the rule's creator (or the first seat that voted no): throws are \
-                           secret until both are in, draws don't count, and after the decisive \
-                           throws the side with more wins; at a tie the next decisive throw \
-                           decides."
-                    .into(),
-                roshambo_throws: ROSHAMBO_THROWS.into(),
-                table_rule_max_chars: TABLE_RULE_MAX_CHARS as u32,
-                turn: "Play one or more cards of one rank, higher than the top play, or equal \
-                       with more cards, or completing four of a rank; or pick up the pile, which \
-                       ends the turn. After the turn's first play, draw up to the hand size. \
-                       With hand and draw pile empty, take your face-up cards; then turn your \
-                       face-down cards one at a time. The first player with no card left wins \
-                       the hand."
-                    .into(),
-            })),
-        }),
-        ..Default::default()
+        }
     }
 }
 

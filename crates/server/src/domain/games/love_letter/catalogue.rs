@@ -7,6 +7,7 @@ use missive_rules::love_letter::{Config, Edition, LoveLetter, Role};
 
 use super::proto::{edition_to_proto, role_to_proto};
 use crate::bots;
+use crate::games::Catalogue;
 
 /// Both editions, the default first.
 const EDITIONS: [Edition; 2] = [Edition::V2019, Edition::Classic];
@@ -116,79 +117,82 @@ fn deck(edition: Edition) -> pb::LoveLetterEditionCards {
     }
 }
 
-pub(super) fn info() -> pb::GameInfo {
-    let edition_values: Vec<String> = EDITIONS
-        .iter()
-        .map(|e| edition_to_proto(*e).as_str_name().to_owned())
-        .collect();
-    pb::GameInfo {
-        name: "Love Letter".into(),
-        summary: "A round-based deduction card game: hold the highest card at the end of a \
-                  round, or be the last player in, to win the Princess's favour tokens."
-            .into(),
-        options_field: "loveLetter".into(),
-        editions: EDITIONS
+impl Catalogue for LoveLetter {
+    fn info() -> pb::GameInfo {
+        let edition_values: Vec<String> = EDITIONS
             .iter()
-            .map(|edition| {
-                let (min_seats, max_seats) = seats(*edition);
-                pb::GameEdition {
-                    name: edition_name(*edition).into(),
-                    option_value: edition_to_proto(*edition).as_str_name().into(),
-                    description: edition_description(*edition).into(),
-                    min_seats,
-                    max_seats,
-                    is_default: *edition == Edition::default(),
-                }
-            })
-            .collect(),
-        options: vec![
-            pb::GameOption {
-                name: "edition".into(),
-                r#type: "enum".into(),
-                description: "The edition: its deck and how many may play.".into(),
-                default_value: edition_to_proto(Edition::default()).as_str_name().into(),
-                values: edition_values,
-                ..Default::default()
-            },
-            pb::GameOption {
-                name: "firstPlayer".into(),
-                r#type: "seat".into(),
-                description: "The seat that starts the first round; drawn from the seed when \
-                              left out."
-                    .into(),
-                min: Some(0),
-                max: Some(i32::from(Edition::V2019.max_players()) - 1),
-                ..Default::default()
-            },
-            pb::GameOption {
-                name: "deck".into(),
-                r#type: "cards".into(),
-                description: "A fixed first-round deck order, for tests and tutorials; refused \
-                              unless the server allows fixed decks, and shown in every view."
-                    .into(),
-                ..Default::default()
-            },
-        ],
-        bot_strategies: vec![
-            pb::BotStrategy {
-                name: bots::RANDOM.into(),
-                description: "Plays a uniformly random legal action.".into(),
-            },
-            pb::BotStrategy {
-                name: bots::COUNTING.into(),
-                description: "Counts the cards its seat has seen and plays the legal action \
-                              that scores best against the unseen ones."
-                    .into(),
-            },
-        ],
-        catalogue: Some(pb::GameCatalogue {
-            game: Some(pb::game_catalogue::Game::LoveLetter(
-                pb::LoveLetterCatalogue {
-                    editions: EDITIONS.iter().map(|e| deck(*e)).collect(),
+            .map(|e| edition_to_proto(*e).as_str_name().to_owned())
+            .collect();
+        pb::GameInfo {
+            name: "Love Letter".into(),
+            summary: "A round-based deduction card game: hold the highest card at the end of a \
+                      round, or be the last player in, to win the Princess's favour tokens."
+                .into(),
+            options_field: "loveLetter".into(),
+            editions: EDITIONS
+                .iter()
+                .map(|edition| {
+                    let (min_seats, max_seats) = seats(*edition);
+                    pb::GameEdition {
+                        name: edition_name(*edition).into(),
+                        option_value: edition_to_proto(*edition).as_str_name().into(),
+                        description: edition_description(*edition).into(),
+                        min_seats,
+                        max_seats,
+                        is_default: *edition == Edition::default(),
+                    }
+                })
+                .collect(),
+            options: vec![
+                pb::GameOption {
+                    name: "edition".into(),
+                    r#type: "enum".into(),
+                    description: "The edition: its deck and how many may play.".into(),
+                    default_value: edition_to_proto(Edition::default()).as_str_name().into(),
+                    values: edition_values,
+                    ..Default::default()
                 },
-            )),
-        }),
-        ..Default::default()
+                pb::GameOption {
+                    name: "firstPlayer".into(),
+                    r#type: "seat".into(),
+                    description: "The seat that starts the first round; drawn from the seed when \
+                                  left out."
+                        .into(),
+                    min: Some(0),
+                    max: Some(i32::from(Edition::V2019.max_players()) - 1),
+                    ..Default::default()
+                },
+                pb::GameOption {
+                    name: "deck".into(),
+                    r#type: "cards".into(),
+                    description:
+                        "A fixed first-round deck order, for tests and tutorials; refused \
+                                  unless the server allows fixed decks, and shown in every view."
+                            .into(),
+                    ..Default::default()
+                },
+            ],
+            bot_strategies: vec![
+                pb::BotStrategy {
+                    name: bots::RANDOM.into(),
+                    description: "Plays a uniformly random legal action.".into(),
+                },
+                pb::BotStrategy {
+                    name: bots::COUNTING.into(),
+                    description: "Counts the cards its seat has seen and plays the legal action \
+                                  that scores best against the unseen ones."
+                        .into(),
+                },
+            ],
+            catalogue: Some(pb::GameCatalogue {
+                game: Some(pb::game_catalogue::Game::LoveLetter(
+                    pb::LoveLetterCatalogue {
+                        editions: EDITIONS.iter().map(|e| deck(*e)).collect(),
+                    },
+                )),
+            }),
+            ..Default::default()
+        }
     }
 }
 
@@ -198,7 +202,7 @@ mod tests {
 
     #[test]
     fn each_editions_roles_count_up_to_its_deck() {
-        let pb::GameInfo { catalogue, .. } = info();
+        let pb::GameInfo { catalogue, .. } = LoveLetter::info();
         let Some(pb::game_catalogue::Game::LoveLetter(catalogue)) = catalogue.and_then(|c| c.game)
         else {
             panic!("Love Letter's catalogue");

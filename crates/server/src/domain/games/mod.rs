@@ -72,9 +72,17 @@ pub trait Registered: Game {
     fn unwrap(action: &AnyAction) -> Option<&Self::Action>;
 }
 
+/// What ListGames tells of a game (`games/<game>/catalogue.rs`).
+pub trait Catalogue {
+    /// The game's names, editions with their seat counts, options, bot strategies and its
+    /// cards with their texts, the tables taken from the rules so they cannot drift. The
+    /// adapter fills in the kind, the rules versions and the seat counts over all editions.
+    fn info() -> pb::GameInfo;
+}
+
 /// A game's proto mapping. Conversions from proto validate the shape only; the rules decide
 /// legality.
-pub trait ProtoGame: Registered + Strategies {
+pub trait ProtoGame: Registered + Strategies + Catalogue {
     /// The game's options, if `options` names this game.
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Self::Config, String>>;
     /// The options as shown to clients. `reveal` is false while the match runs: secrets such
@@ -93,11 +101,6 @@ pub trait ProtoGame: Registered + Strategies {
         let _ = action;
         false
     }
-    /// What ListGames tells of the game (`games/<game>/catalogue.rs`): its names, editions
-    /// with their seat counts, options, bot strategies and its cards with their texts, the
-    /// tables taken from the rules so they cannot drift. The adapter fills in the kind, the
-    /// rules versions and the seat counts over all editions.
-    fn info() -> pb::GameInfo;
 }
 
 /// A refused action: the rule's stable code and a message that reveals nothing hidden.
@@ -164,7 +167,7 @@ pub trait GameKind: Send + Sync + Debug + 'static {
     fn action_to_proto(&self, action: &AnyAction) -> ApiResult<pb::GameAction>;
     /// See [`ProtoGame::action_is_public`]; false for another game's action.
     fn action_is_public(&self, action: &AnyAction) -> bool;
-    /// What ListGames tells of the game; see [`ProtoGame::info`].
+    /// What ListGames tells of the game; see [`Catalogue::info`].
     fn info(&self) -> pb::GameInfo;
 }
 

@@ -247,10 +247,6 @@ fn wrap(action: pb::amori_action::Action) -> pb::GameAction {
 }
 
 impl ProtoGame for Amori {
-    fn info() -> pb::GameInfo {
-        super::catalogue::info()
-    }
-
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Config, String>> {
         let pb::game_options::Game::Amori(o) = options.game.as_ref()? else {
             return None;

@@ -38,6 +38,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{Notify, OwnedMutexGuard, broadcast};
 use tracing::Instrument;
 
+pub use crate::auth::Caller;
 use crate::auth::{self, Keys};
 use crate::bots;
 use crate::deal;
@@ -63,33 +64,6 @@ const APPEND_ATTEMPTS: usize = 5;
 /// The buffer is allocated whole for every watched match (about 40 bytes a slot), so it is
 /// kept small: turn-based matches rarely append more than a few events at once.
 const WATCH_BUFFER: usize = 16;
-
-/// The caller of a request: the seat token, or the player a verified player token names.
-#[derive(Clone, Default)]
-pub struct Caller {
-    pub token: Option<auth::SeatToken>,
-    pub player: Option<crate::identity::Player>,
-}
-
-impl Caller {
-    /// A caller that presents seat token `token`.
-    pub fn seat(token: &str) -> Caller {
-        Caller {
-            token: Some(auth::SeatToken::new(token)),
-            player: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for Caller {
-    // A token is a credential: never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Caller")
-            .field("token", &self.token.as_ref().map(|_| ".."))
-            .field("player", &self.player.as_ref().map(|p| &p.id))
-            .finish()
-    }
-}
 
 /// Service settings that come from the server's configuration.
 #[derive(Debug, Clone)]

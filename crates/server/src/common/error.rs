@@ -243,7 +243,7 @@ impl axum::response::IntoResponse for ApiError {
         if let ApiError::Exhausted { retry_after, .. } = &self {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                crate::ratelimit::retry_secs(*retry_after).into(),
+                retry_secs(*retry_after).into(),
             );
         }
         response
@@ -269,13 +269,19 @@ impl From<StoreError> for ApiError {
 /// Shorthand for the service's results.
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// Whole seconds to wait, rounded up, at least 1: what `Retry-After` says.
+pub fn retry_secs(wait: std::time::Duration) -> u64 {
+    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    secs.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_server_rule_is_listed_in_the_api_docs() {
-        let api = include_str!("../../../docs/API.md");
+        let api = include_str!("../../../../docs/API.md");
         for rule in Rule::ALL {
             assert!(
                 api.contains(&format!("`{}`", rule.code())),

@@ -106,10 +106,6 @@ fn seat_card(seat: u8, card: CardId) -> pb::LoveLetterSeatCard {
 }
 
 impl ProtoGame for LoveLetter {
-    fn info() -> pb::GameInfo {
-        super::catalogue::info()
-    }
-
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Config, String>> {
         // Irrefutable while Love Letter is the only game; other games add their own arms.
         #[allow(irrefutable_let_patterns)]

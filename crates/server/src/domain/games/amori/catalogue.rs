@@ -13,6 +13,7 @@ use missive_rules::amori::{Amori, Config};
 
 use super::proto::{attributes, die_to_proto, face_to_proto, location_to_proto};
 use crate::bots;
+use crate::games::Catalogue;
 
 pub(super) fn attribute_name(attribute: Attribute) -> &'static str {
     match attribute {
@@ -201,40 +202,42 @@ fn catalogue() -> pb::AmoriCatalogue {
     }
 }
 
-pub(super) fn info() -> pb::GameInfo {
-    let range = Amori::seat_range(&Config::default());
-    pb::GameInfo {
-        name: "Amori e Intrighi".into(),
-        summary: "Mothers marry off their three daughters to the best gentlemen they can, \
-                  raising their Reputation, Beauty and Education and intriguing against rivals."
-            .into(),
-        options_field: "amori".into(),
-        editions: vec![pb::GameEdition {
-            name: "standard".into(),
-            description: "Missive's digital edition, with the data of docs/games/\
-                          amori-e-intrighi.md; brown gentlemen are left out with two players."
+impl Catalogue for Amori {
+    fn info() -> pb::GameInfo {
+        let range = Amori::seat_range(&Config::default());
+        pb::GameInfo {
+            name: "Amori e Intrighi".into(),
+            summary: "Mothers marry off their three daughters to the best gentlemen they can, \
+                      raising their Reputation, Beauty and Education and intriguing against rivals."
                 .into(),
-            min_seats: (*range.start()).into(),
-            max_seats: (*range.end()).into(),
-            is_default: true,
+            options_field: "amori".into(),
+            editions: vec![pb::GameEdition {
+                name: "standard".into(),
+                description: "Missive's digital edition, with the data of docs/games/\
+                              amori-e-intrighi.md; brown gentlemen are left out with two players."
+                    .into(),
+                min_seats: (*range.start()).into(),
+                max_seats: (*range.end()).into(),
+                is_default: true,
+                ..Default::default()
+            }],
+            options: vec![pb::GameOption {
+                name: "startingPlayer".into(),
+                r#type: "seat".into(),
+                description: "The seat that plays first; drawn from the seed when left out.".into(),
+                min: Some(0),
+                max: Some(i32::from(*range.end()) - 1),
+                ..Default::default()
+            }],
+            bot_strategies: vec![pb::BotStrategy {
+                name: bots::RANDOM.into(),
+                description: "Plays a uniformly random legal action.".into(),
+            }],
+            catalogue: Some(pb::GameCatalogue {
+                game: Some(pb::game_catalogue::Game::Amori(catalogue())),
+            }),
             ..Default::default()
-        }],
-        options: vec![pb::GameOption {
-            name: "startingPlayer".into(),
-            r#type: "seat".into(),
-            description: "The seat that plays first; drawn from the seed when left out.".into(),
-            min: Some(0),
-            max: Some(i32::from(*range.end()) - 1),
-            ..Default::default()
-        }],
-        bot_strategies: vec![pb::BotStrategy {
-            name: bots::RANDOM.into(),
-            description: "Plays a uniformly random legal action.".into(),
-        }],
-        catalogue: Some(pb::GameCatalogue {
-            game: Some(pb::game_catalogue::Game::Amori(catalogue())),
-        }),
-        ..Default::default()
+        }
     }
 }
 

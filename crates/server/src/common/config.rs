@@ -2,7 +2,7 @@
 //! environment, parsed once in `main`. Secrets (a database URL may hold a password) are
 //! redacted in `Debug`; the store's defaults are [`StoreOptions::default`]'s.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -181,23 +181,7 @@ pub struct Limits {
     /// `Forwarded` / `X-Forwarded-For` headers name the client. Empty (the default): the
     /// headers are ignored and each client is its peer address.
     #[arg(long, env = "MISSIVE_TRUSTED_PROXIES", value_delimiter = ',')]
-    pub trusted_proxies: Vec<crate::ratelimit::Network>,
-}
-
-impl Limits {
-    /// The limiter's settings.
-    pub fn settings(&self) -> crate::ratelimit::Settings {
-        crate::ratelimit::Settings {
-            requests_per_sec: self.rate_limit_per_sec,
-            request_burst: self.rate_limit_burst,
-            creates_per_min: self.create_limit_per_min,
-            create_burst: self.create_limit_burst,
-            max_open_matches: self.max_open_matches,
-            max_watches_per_client: self.max_watches_per_client,
-            max_watches: self.max_watches,
-            trusted_proxies: crate::ratelimit::TrustedProxies(self.trusted_proxies.clone()),
-        }
-    }
+    pub trusted_proxies: Vec<Network>,
 }
 
 /// gRPC connections: HTTP/2 keep-alive pings find dead or stalled peers and close their
@@ -446,47 +430,65 @@ fn parse_origin(s: &str) -> Result<Origin, String> {
     Ok(Origin::Exact(s.to_owned()))
 }
 
-impl Browsers {
-    /// The CORS layer both listeners wear, or `None` when no origin is allowed (the default).
-    /// Preflights may send what browser clients of either transport use: a bearer token,
-    /// JSON or gRPC-Web bodies, gRPC deadlines; gRPC-Web's status headers are readable.
-    pub fn cors(&self) -> Option<tower_http::cors::CorsLayer> {
-        use axum::http::{HeaderName, HeaderValue, Method, header};
-        use tower_http::cors::{AllowOrigin, CorsLayer};
+/// An address or a network (`10.0.0.0/8`, `::1`) whose forwarding headers are believed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Network {
+    addr: IpAddr,
+    prefix: u8,
+}
 
-        if self.cors_origins.is_empty() {
-            return None;
+impl Network {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
         }
-        let origin = if self.cors_origins.contains(&Origin::Any) {
-            AllowOrigin::any()
-        } else {
-            AllowOrigin::list(self.cors_origins.iter().filter_map(|o| match o {
-                Origin::Exact(o) => HeaderValue::from_str(o).ok(),
-                Origin::Any => None,
-            }))
+    }
+}
+
+impl std::str::FromStr for Network {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let (addr, prefix) = match s.split_once('/') {
+            Some((addr, prefix)) => (addr, Some(prefix)),
+            None => (s, None),
         };
-        let name = HeaderName::from_static;
-        Some(
-            CorsLayer::new()
-                .allow_origin(origin)
-                .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
-                .allow_headers([
-                    header::AUTHORIZATION,
-                    header::CONTENT_TYPE,
-                    name("last-event-id"),
-                    name("x-grpc-web"),
-                    name("x-user-agent"),
-                    name("grpc-timeout"),
-                ])
-                .expose_headers([
-                    header::RETRY_AFTER,
-                    name("grpc-status"),
-                    name("grpc-message"),
-                    name("grpc-status-details-bin"),
-                    name(crate::audit::FORMAT_HEADER),
-                ])
-                .max_age(Duration::from_secs(24 * 60 * 60)),
-        )
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("{s:?} is not an address or a network (a.b.c.d/n)"))?;
+        let addr = canonical(addr);
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{s:?}: the prefix length must be 0 to {max}"))?,
+        };
+        Ok(Network { addr, prefix })
+    }
+}
+
+/// IPv4-mapped IPv6 addresses as the IPv4 address they are.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
     }
 }
 
@@ -591,24 +593,6 @@ impl StoreConfig {
     }
 }
 
-impl Webhooks {
-    /// The delivery worker's settings.
-    pub fn settings(&self) -> crate::webhooks::Settings {
-        crate::webhooks::Settings {
-            retry_base: Duration::from_millis(self.webhook_retry_base_ms.max(1)),
-            retry_max: Duration::from_secs(self.webhook_retry_max_secs.max(1)),
-            max_attempts: self.webhook_max_attempts.max(1),
-            poll: Duration::from_millis(self.webhook_poll_ms.max(10)),
-            timeout: Duration::from_secs(self.webhook_timeout_secs.max(1)),
-            allow_private: self.webhook_allow_private,
-            concurrency: self.webhook_concurrency.max(1),
-            host_concurrency: self
-                .webhook_host_concurrency
-                .clamp(1, self.webhook_concurrency.max(1)),
-        }
-    }
-}
-
 /// `scheme://user:password@host/…` → `scheme://user:***@host/…`.
 fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -643,10 +627,9 @@ mod tests {
     }
 
     #[test]
-    fn cors_is_off_by_default_and_takes_a_comma_list_of_origins() {
+    fn cors_origins_are_none_by_default_and_a_comma_list_or_any() {
         let config = Config::parse_from(["missive"]);
         assert!(config.browsers.cors_origins.is_empty());
-        assert!(config.browsers.cors().is_none());
         let config = Config::parse_from([
             "missive",
             "--cors-origins",
@@ -659,7 +642,6 @@ mod tests {
                 Origin::Exact("http://localhost:5173".into())
             ]
         );
-        assert!(config.browsers.cors().is_some());
         let any = Config::parse_from(["missive", "--cors-origins", "*"]);
         assert_eq!(any.browsers.cors_origins, [Origin::Any]);
         for bad in [
@@ -685,7 +667,7 @@ mod tests {
 
     #[test]
     fn the_readme_lists_every_setting() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../../README.md");
         let table = &readme[readme
             .find("## Configuration")
             .expect("a configuration section")..];
@@ -718,10 +700,12 @@ mod tests {
         assert!(limits.trusted_proxies.is_empty());
         assert!(config.connections.keepalive_interval().is_some());
         let config = Config::parse_from(["missive", "--trusted-proxies", "10.0.0.0/8, ::1"]);
-        let trusted = config.limits.settings().trusted_proxies;
-        assert!(trusted.trusts("10.2.3.4".parse().unwrap()));
-        assert!(trusted.trusts("::1".parse().unwrap()));
-        assert!(!trusted.trusts("192.0.2.1".parse().unwrap()));
+        let trusts = |ip: &str| {
+            let ip = ip.parse().unwrap();
+            config.limits.trusted_proxies.iter().any(|n| n.contains(ip))
+        };
+        assert!(trusts("10.2.3.4") && trusts("::1") && trusts("::ffff:10.9.9.9"));
+        assert!(!trusts("192.0.2.1"));
         assert!(Config::try_parse_from(["missive", "--trusted-proxies", "10.0.0.0/40"]).is_err());
     }
 

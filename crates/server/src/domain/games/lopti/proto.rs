@@ -422,10 +422,6 @@ fn lopti_action(action: A) -> pb::GameAction {
 }
 
 impl ProtoGame for Lopti {
-    fn info() -> pb::GameInfo {
-        super::catalogue::info()
-    }
-
     fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Config, String>> {
         let pb::game_options::Game::Lopti(o) = options.game.as_ref()? else {
             return None;

@@ -223,7 +223,7 @@ mod tests {
 
     use super::*;
     use crate::bots::Strategies;
-    use crate::games::{Adapter, ProtoGame, Registered};
+    use crate::games::{Adapter, Catalogue, ProtoGame, Registered};
 
     #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
     struct Demo<const OLDEST: u32, const NEWEST: u32> {
@@ -340,11 +340,13 @@ mod tests {
 
     impl<const OLDEST: u32, const NEWEST: u32> Strategies for Demo<OLDEST, NEWEST> {}
 
-    impl<const OLDEST: u32, const NEWEST: u32> ProtoGame for Demo<OLDEST, NEWEST> {
+    impl<const OLDEST: u32, const NEWEST: u32> Catalogue for Demo<OLDEST, NEWEST> {
         fn info() -> pb::GameInfo {
             LoveLetter::info()
         }
+    }
 
+    impl<const OLDEST: u32, const NEWEST: u32> ProtoGame for Demo<OLDEST, NEWEST> {
         fn options_from_proto(options: &pb::GameOptions) -> Option<Result<Self::Config, String>> {
             LoveLetter::options_from_proto(options)
         }

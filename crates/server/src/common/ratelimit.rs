@@ -31,7 +31,8 @@ use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tower::{Layer, Service, ServiceExt};
 
-use crate::error::ApiError;
+use crate::config::{self, Network};
+use crate::error::{ApiError, retry_secs};
 
 /// A player identity verified by a layer in front of this one (a signed token's subject). When
 /// present in a request's extensions, the request is counted against that player wherever it
@@ -71,68 +72,6 @@ impl std::fmt::Display for ClientKey {
             ClientKey::Player(id) => write!(f, "player:{id}"),
             ClientKey::Addr(ip) => write!(f, "addr:{ip}"),
         }
-    }
-}
-
-/// An address or a network (`10.0.0.0/8`, `::1`) whose forwarding headers are believed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Network {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-impl Network {
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
-        match (self.addr, ip) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u32::from(net) & mask == u32::from(ip) & mask
-            }
-            (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
-                u128::from(net) & mask == u128::from(ip) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
-impl std::str::FromStr for Network {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim();
-        let (addr, prefix) = match s.split_once('/') {
-            Some((addr, prefix)) => (addr, Some(prefix)),
-            None => (s, None),
-        };
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("{s:?} is not an address or a network (a.b.c.d/n)"))?;
-        let addr = canonical(addr);
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix = match prefix {
-            None => max,
-            Some(p) => p
-                .parse::<u8>()
-                .ok()
-                .filter(|p| *p <= max)
-                .ok_or_else(|| format!("{s:?}: the prefix length must be 0 to {max}"))?,
-        };
-        Ok(Network { addr, prefix })
-    }
-}
-
-/// IPv4-mapped IPv6 addresses as the IPv4 address they are.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
     }
 }
 
@@ -253,6 +192,22 @@ pub struct Settings {
     /// Watch streams this server holds open, all clients together.
     pub max_watches: u32,
     pub trusted_proxies: TrustedProxies,
+}
+
+/// The limiter's settings, from the server's configuration.
+impl From<&config::Limits> for Settings {
+    fn from(limits: &config::Limits) -> Self {
+        Settings {
+            requests_per_sec: limits.rate_limit_per_sec,
+            request_burst: limits.rate_limit_burst,
+            creates_per_min: limits.create_limit_per_min,
+            create_burst: limits.create_limit_burst,
+            max_open_matches: limits.max_open_matches,
+            max_watches_per_client: limits.max_watches_per_client,
+            max_watches: limits.max_watches,
+            trusted_proxies: TrustedProxies(limits.trusted_proxies.clone()),
+        }
+    }
 }
 
 /// How long a refused watch is told to wait: streams end when matches do or clients leave.
@@ -456,12 +411,6 @@ fn in_words(duration: Duration) -> String {
         s => (s, "second"),
     };
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
-}
-
-/// Whole seconds to wait, rounded up, at least 1: what `Retry-After` says.
-pub fn retry_secs(wait: Duration) -> u64 {
-    let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    secs.max(1)
 }
 
 /// One open watch stream's place; dropping it frees the place.

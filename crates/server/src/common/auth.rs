@@ -7,7 +7,6 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{ApiError, ApiResult};
 use crate::identity::Player;
-use crate::service::Caller;
 
 /// A fresh token and the hash the store keeps.
 pub fn new_token() -> ApiResult<(String, [u8; 32])> {
@@ -273,6 +272,33 @@ impl Keys {
 /// Whether two hashes are equal, in time that does not depend on where they differ.
 pub fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
     constant_time_eq(a, b)
+}
+
+/// The caller of a request: the seat token, or the player a verified player token names.
+#[derive(Clone, Default)]
+pub struct Caller {
+    pub token: Option<SeatToken>,
+    pub player: Option<Player>,
+}
+
+impl Caller {
+    /// A caller that presents seat token `token`.
+    pub fn seat(token: &str) -> Caller {
+        Caller {
+            token: Some(SeatToken::new(token)),
+            player: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Caller {
+    // A token is a credential: never print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("token", &self.token.as_ref().map(|_| ".."))
+            .field("player", &self.player.as_ref().map(|p| &p.id))
+            .finish()
+    }
 }
 
 #[cfg(test)]

@@ -529,7 +529,7 @@ mod tests {
     use crate::deal;
     use crate::events::kinds;
 
-    const DOC: &str = include_str!("../../../docs/AUDIT.md");
+    const DOC: &str = include_str!("../../../../docs/AUDIT.md");
 
     /// The fenced blocks whose info string starts with `marker`: (the rest of the info string,
     /// the block's text).
