@@ -27,6 +27,7 @@ mod replicas;
 mod retries;
 mod telemetry;
 mod terminal;
+mod tidy;
 mod turns;
 mod watch;
 mod web;
