@@ -1,9 +1,8 @@
 //! The real binary, as an operator starts it, and a client that knows only the public API:
 //! JSON bodies written by hand over HTTP, the generated gRPC client, and `kill` for signals.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use missive_proto::v1 as pb;
@@ -147,35 +146,15 @@ impl Server {
     }
 
     async fn spawn(env: Vec<(String, String)>) -> Server {
-        let mut command = Command::new(binary());
+        let mut command = missive_launch::command(binary());
         command
             .arg("serve")
             .env_remove("DATABASE_URL")
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = command.spawn().expect("the missive binary starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (grpc_addr, http_base) = tokio::task::spawn_blocking(move || {
-            let (mut grpc, mut http) = (None, None);
-            let mut lines = BufReader::new(stdout).lines();
-            while grpc.is_none() || http.is_none() {
-                let Some(Ok(line)) = lines.next() else { break };
-                if let Some(addr) = line.strip_prefix("missive gRPC listening on ") {
-                    grpc = Some(format!("http://{addr}"));
-                }
-                if let Some(url) = line.strip_prefix("missive HTTP listening on ") {
-                    http = Some(url.to_owned());
-                }
-            }
-            std::thread::spawn(move || for _ in lines {});
-            (
-                grpc.expect("the server prints its gRPC address"),
-                http.expect("the server prints its HTTP address"),
-            )
-        })
-        .await
-        .expect("reading the server's output");
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        let (child, at) = missive_launch::start(&mut command)
+            .await
+            .expect("the server listens");
+        let (grpc_addr, http_base) = (at.grpc, at.http);
         // A restart binds the same ports, so clients find the server where it was.
         let mut env = env;
         for (key, addr) in [

@@ -1,8 +1,7 @@
 //! The real `missive` binary on free ports against a `DATABASE_URL`, killed on drop.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 /// A running `missive` server.
 #[derive(Debug)]
@@ -27,39 +26,19 @@ impl Missive {
     pub(crate) async fn start(database_url: &str, env: &[(&str, &str)]) -> Missive {
         let data_dir =
             std::env::temp_dir().join(format!("missive-test-{}", uuid::Uuid::new_v4().simple()));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+        let mut command = missive_launch::command(env!("CARGO_BIN_EXE_missive"));
         command
             .env("DATABASE_URL", database_url)
-            .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
-            .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
             .env("MISSIVE_DATA_DIR", &data_dir)
             .env("RUST_LOG", "warn")
             // Every player here is the one loopback address: the per-client limits are raised
             // far above what the test asks.
             .envs(RAISED_LIMITS)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = command.spawn().expect("the missive binary starts");
-        let stdout = child.stdout.take().expect("stdout");
-        // The server prints its bound addresses on stdout; read them off a blocking thread.
-        let http_base = tokio::task::spawn_blocking(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let mut http = None;
-            while http.is_none() {
-                let Some(Ok(line)) = lines.next() else { break };
-                http = line
-                    .strip_prefix("missive HTTP listening on ")
-                    .map(str::to_owned);
-            }
-            // Keep draining so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            http
-        })
-        .await
-        .expect("reading the server's output")
-        .expect("the server prints its HTTP address");
+            .envs(env.iter().copied());
+        let (child, at) = missive_launch::start(&mut command)
+            .await
+            .expect("the server listens");
+        let http_base = at.http;
         Missive {
             child,
             http_base,

@@ -2,9 +2,8 @@
 //! against a fresh PostgreSQL database (created here, dropped in [`Server::finish`]), or a
 //! server someone else runs, reached by its gRPC address.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use anyhow::{Context, Result, bail};
 use sqlx::Connection;
@@ -145,8 +144,8 @@ impl Server {
         self.launch().await
     }
 
-    /// Starts the server process; returns when it was started, once it prints its gRPC
-    /// address.
+    /// Starts the server process; returns when it was started, once it prints where it
+    /// listens.
     async fn launch(&mut self) -> Result<std::time::Instant> {
         let launch = self
             .launch
@@ -156,9 +155,8 @@ impl Server {
             bail!("this server was not started here");
         };
         let started = std::time::Instant::now();
-        let mut child = Command::new(&launch.bin)
-            .env("MISSIVE_GRPC_ADDR", "127.0.0.1:0")
-            .env("MISSIVE_HTTP_ADDR", "127.0.0.1:0")
+        let mut command = missive_launch::command(&launch.bin);
+        command
             .env("MISSIVE_DATA_DIR", data_dir)
             .env(
                 "MISSIVE_DB_MAX_CONNECTIONS",
@@ -172,30 +170,14 @@ impl Server {
                 launch
                     .workers
                     .map(|n| ("MISSIVE_WORKER_THREADS", n.to_string())),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
+            );
+        let (child, at) = missive_launch::start(&mut command)
+            .await
+            .map_err(anyhow::Error::msg)
             .with_context(|| format!("starting {}", launch.bin.display()))?;
         self.pid = Some(child.id());
-        let stdout = child.stdout.take().context("the server's stdout")?;
         self.child = Some(child);
-        let grpc = tokio::task::spawn_blocking(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            let mut grpc = None;
-            for line in lines.by_ref() {
-                let Ok(line) = line else { break };
-                if let Some(addr) = line.strip_prefix("missive gRPC listening on ") {
-                    grpc = Some(format!("http://{addr}"));
-                    break;
-                }
-            }
-            // Keep draining so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            grpc
-        })
-        .await?;
-        self.grpc = grpc.context("the server exited before printing its gRPC address")?;
+        self.grpc = at.grpc;
         Ok(started)
     }
 

@@ -132,12 +132,10 @@ fn base_env(data_dir: &std::path::Path) -> Vec<(String, String)> {
 
 /// The binary with exactly this environment on top of the test's (minus `DATABASE_URL`).
 fn command(env: &[(String, String)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_missive"));
+    let mut command = missive_launch::command(env!("CARGO_BIN_EXE_missive"));
     command
         .env_remove("DATABASE_URL")
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .envs(env.iter().map(|(k, v)| (k, v)));
     command
 }
 
@@ -237,32 +235,10 @@ pub(crate) async fn spawn_replica_with(app: &TestApp, extra: &[(&str, String)]) 
 
 /// Starts the binary and reads the addresses it prints.
 async fn start(mut command: Command) -> (Child, String, String) {
-    let mut child = command.spawn().expect("the missive binary starts");
-    let stdout = child.stdout.take().expect("stdout");
-    // The server prints its bound addresses on stdout; read them off a blocking thread.
-    let (grpc_addr, http_base) = tokio::task::spawn_blocking(move || {
-        let mut grpc = None;
-        let mut http = None;
-        let mut lines = BufReader::new(stdout).lines();
-        while grpc.is_none() || http.is_none() {
-            let Some(Ok(line)) = lines.next() else { break };
-            if let Some(addr) = line.strip_prefix("missive gRPC listening on ") {
-                grpc = Some(format!("http://{addr}"));
-            }
-            if let Some(addr) = line.strip_prefix("missive HTTP listening on ") {
-                http = Some(addr.to_owned());
-            }
-        }
-        // Keep draining so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        (
-            grpc.expect("gRPC address printed"),
-            http.expect("HTTP address printed"),
-        )
-    })
-    .await
-    .expect("reading the server's output");
-    (child, grpc_addr, http_base)
+    let (child, at) = missive_launch::start(&mut command)
+        .await
+        .expect("the server listens");
+    (child, at.grpc, at.http)
 }
 
 impl TestApp {
