@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use missive_proto::v1 as pb;
 use missive_rules::{Observation, Seat};
+use missive_store::{MatchRecord, StoredEvent};
 use serde_json::Value;
 
 use crate::deal;
@@ -101,6 +102,24 @@ impl Table {
             state,
             undealt,
         })
+    }
+
+    /// The table of the stored match `record` before its first event, `created`, is folded:
+    /// [`Table::new`] under the match's own rules, config and seats, dealt as `created` says.
+    pub fn of_match(
+        game: Arc<dyn GameKind>,
+        record: &MatchRecord,
+        created: Option<&StoredEvent>,
+        seed: [u8; 32],
+    ) -> ApiResult<Table> {
+        let deal_at_start = created.is_some_and(|created| deal::deals_at_start(&created.payload));
+        Table::new(
+            game,
+            &record.config,
+            record.seat_count,
+            seed,
+            (record.rules_version, deal_at_start),
+        )
     }
 
     /// A table restored from a snapshot of a dealt state taken under rules `version`.

@@ -332,18 +332,9 @@ impl Service {
             }
             _ => {
                 let seed = self.store.seed(id).await?;
-                let deal_at_start = loaded
-                    .events
-                    .first()
-                    .is_some_and(|created| deal::deals_at_start(&created.payload));
+                let created = loaded.events.first();
                 (
-                    Table::new(
-                        game,
-                        &loaded.record.config,
-                        seats,
-                        seed,
-                        (version, deal_at_start),
-                    )?,
+                    Table::of_match(game, &loaded.record, created, seed)?,
                     Some(seed),
                 )
             }

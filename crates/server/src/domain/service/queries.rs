@@ -115,16 +115,7 @@ impl Service {
             seat.player = None;
             seat.bot = None;
         }
-        let deal_at_start = events
-            .first()
-            .is_some_and(|created| deal::deals_at_start(&created.payload));
-        let table = Table::new(
-            game.clone(),
-            &record.config,
-            record.seat_count,
-            seed,
-            (record.rules_version, deal_at_start),
-        )?;
+        let table = Table::of_match(game.clone(), record, events.first(), seed)?;
         let mut live = Live::new(past, table, true, HashMap::new());
         for event in events {
             let typed = Event::of(&event)?;
