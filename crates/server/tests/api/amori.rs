@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, TestApp, audit_log, authed, seat_view, spawn_app};
+use crate::helpers::{Backend, Lcg, audit_log, authed, http_act, seat_view, spawn_app};
 
 const KIND: &str = "amori-e-intrighi";
 
@@ -497,18 +497,6 @@ async fn two_mothers_play_a_whole_match_over_grpc_on_citus() {
 #[tokio::test]
 async fn three_mothers_play_a_whole_match_over_grpc_on_sqlite() {
     full_match_is_played_and_shows_each_seat_only_its_own(Backend::Sqlite, 3, 12).await;
-}
-
-async fn http_act(app: &TestApp, id: &str, token: &str, body: &Value) -> (StatusCode, Value) {
-    let response = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/act")))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .expect("act");
-    (response.status(), response.json().await.expect("json body"))
 }
 
 #[tokio::test]

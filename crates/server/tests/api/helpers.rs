@@ -537,6 +537,24 @@ pub(crate) fn love_letter_options(seats: u32) -> pb::CreateMatchRequest {
     }
 }
 
+/// An act over HTTP/JSON with the seat token `token`: its status and its JSON body.
+pub(crate) async fn http_act(
+    app: &TestApp,
+    id: &str,
+    token: &str,
+    body: &serde_json::Value,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    let response = app
+        .http
+        .post(app.url(&format!("/v1/matches/{id}/act")))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("act");
+    (response.status(), response.json().await.expect("json body"))
+}
+
 /// An act of `action` pinned to `view`'s version, under a new request id.
 pub(crate) fn act_request(
     match_id: &str,

@@ -4,7 +4,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Lcg, TestApp, spawn_app};
+use crate::helpers::{Backend, Lcg, TestApp, http_act, spawn_app};
 
 fn list(value: &Value, key: &str) -> Vec<Value> {
     value
@@ -51,18 +51,6 @@ async fn view(app: &TestApp, id: &str, token: Option<&str>) -> Value {
     let response = request.send().await.expect("view");
     assert_eq!(response.status(), StatusCode::OK);
     response.json::<Value>().await.expect("json")["view"].clone()
-}
-
-async fn act(app: &TestApp, id: &str, token: &str, body: &Value) -> (StatusCode, Value) {
-    let response = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/act")))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .expect("act");
-    (response.status(), response.json().await.expect("json body"))
 }
 
 async fn version(app: &TestApp, id: &str) -> String {
@@ -154,7 +142,7 @@ async fn two_seats_play_a_full_match_over_http_json_while_a_watcher_sees_every_u
         let action = legal[rng.below(legal.len())].clone();
         // Every other act asks for its answer without the view.
         let omit_view = steps % 2 == 0;
-        let (status, body) = act(
+        let (status, body) = http_act(
             &app,
             &id,
             &tokens[seat],
@@ -219,7 +207,7 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
 
     // Acting before every seat is taken.
     let early = join(&app, &id, "ann").await;
-    let (status, body) = act(
+    let (status, body) = http_act(
         &app,
         &id,
         &early,
@@ -273,7 +261,7 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
         "{body}"
     );
 
-    let (status, body) = act(
+    let (status, body) = http_act(
         &app,
         &id,
         &tokens[mover],
@@ -282,7 +270,7 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "unknown action: {body}");
 
-    let (status, body) = act(&app, &id, &"cd".repeat(32), &play).await;
+    let (status, body) = http_act(&app, &id, &"cd".repeat(32), &play).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert_eq!(body["code"], "UNAUTHENTICATED");
 
@@ -295,7 +283,7 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
         .expect("act");
     assert_eq!(no_token.status(), StatusCode::UNAUTHORIZED);
 
-    let (status, body) = act(
+    let (status, body) = http_act(
         &app,
         &id,
         &tokens[idle],
@@ -304,13 +292,13 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
 
-    let (status, body) = act(&app, &id, &tokens[idle], &play).await;
+    let (status, body) = http_act(&app, &id, &tokens[idle], &play).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["code"], "FAILED_PRECONDITION");
     assert_eq!(body["rule"], "not-your-turn");
 
     let legal = list(&view(&app, &id, Some(&tokens[mover])).await, "legalActions");
-    let (status, body) = act(
+    let (status, body) = http_act(
         &app,
         &id,
         &tokens[mover],

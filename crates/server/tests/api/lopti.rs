@@ -17,7 +17,7 @@ use sqlx::Connection;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, Step, TestApp, audit_log, authed, replay, seat_view, spawn_app,
+    Backend, Lcg, Step, TestApp, audit_log, authed, http_act, replay, seat_view, spawn_app,
 };
 
 use pb::lopti_action::Action as A;
@@ -736,18 +736,6 @@ async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_citus() {
 #[tokio::test]
 async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_sqlite() {
     a_full_session(Backend::Sqlite, 2).await;
-}
-
-async fn http_act(app: &TestApp, id: &str, token: &str, body: &Value) -> (StatusCode, Value) {
-    let response = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/act")))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .expect("act");
-    (response.status(), response.json().await.expect("json body"))
 }
 
 async fn http_view(app: &TestApp, id: &str, token: &str) -> Value {
