@@ -72,7 +72,7 @@ pub struct Settings {
     pub cache_capacity: usize,
     /// How often a watch stream checks the store for updates it was not told of.
     pub watch_recheck: std::time::Duration,
-    /// Whether webhook URLs may name non-public addresses (see `webhooks.rs`).
+    /// Whether webhook URLs may name non-public addresses (see `webhooks/address.rs`).
     pub webhook_allow_private: bool,
     /// What the service stamps events with and the turn worker claims due turns by.
     pub clock: crate::clock::Clock,
