@@ -151,8 +151,10 @@ fn player_seat(
     }
 }
 
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Whether `a` and `b` are equal, in time that depends on their length only, not on where
+/// they differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// What a retried request needs to be answered as it was the first time, derived with
@@ -206,16 +208,9 @@ impl Keys {
         code: &str,
     ) -> Option<u8> {
         let given = code.as_bytes();
-        invited.into_iter().find(|&seat| {
-            let expected = self.invite_code(id, seat);
-            expected.len() == given.len()
-                && expected
-                    .as_bytes()
-                    .iter()
-                    .zip(given)
-                    .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-                    == 0
-        })
+        invited
+            .into_iter()
+            .find(|&seat| constant_time_eq(self.invite_code(id, seat).as_bytes(), given))
     }
 
     /// The cancel token of a match: whoever holds it may cancel the match while it is open.
@@ -226,15 +221,7 @@ impl Keys {
 
     /// Whether `token` is match `id`'s cancel token; compared in constant time.
     pub fn cancels(&self, id: MatchId, token: &str) -> bool {
-        let expected = self.cancel_token(id);
-        let given = token.as_bytes();
-        expected.len() == given.len()
-            && expected
-                .as_bytes()
-                .iter()
-                .zip(given)
-                .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-                == 0
+        constant_time_eq(self.cancel_token(id).as_bytes(), token.as_bytes())
     }
 
     /// The seat token a join with this request id gives, and its hash as stored.
