@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use chrono::format::{Fixed, Item, Numeric, Pad};
-use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
+use chrono::{DateTime, Datelike, Timelike, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::{ChainCheck, GENESIS_HASH, MatchId, NewEvent, StoredEvent};
+use crate::{ChainCheck, GENESIS_HASH, MatchId, NewEvent, StoredEvent, truncate_to_micros};
 
 /// `SHA-256(prev ‖ canonical)`; the first event of a match uses [`GENESIS_HASH`] as `prev`.
 pub fn event_hash(prev: &[u8; 32], canonical: &[u8]) -> [u8; 32] {
@@ -15,12 +15,6 @@ pub fn event_hash(prev: &[u8; 32], canonical: &[u8]) -> [u8; 32] {
     hasher.update(prev);
     hasher.update(canonical);
     hasher.finalize().into()
-}
-
-/// Drops sub-microsecond precision, which PostgreSQL would drop anyway: what is hashed must be
-/// exactly what is read back.
-pub fn truncate_to_micros(at: DateTime<Utc>) -> DateTime<Utc> {
-    at.trunc_subsecs(6)
 }
 
 /// The time a match row records as its last change: the last appended event's own time, so a

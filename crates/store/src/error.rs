@@ -1,6 +1,6 @@
 //! The store's one error type, and how a driver error maps to it.
 
-use crate::{MatchId, postgres};
+use crate::MatchId;
 
 /// The store's errors. Database driver errors are mapped here and never leak out.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -46,7 +46,7 @@ impl StoreError {
             | sqlx::Error::Tls(_)
             | sqlx::Error::Protocol(_)
             | sqlx::Error::WorkerCrashed => {
-                postgres::liveness::connection_failed();
+                crate::liveness::connection_failed();
                 StoreError::Unavailable(err.to_string())
             }
             sqlx::Error::Database(db) => {
@@ -56,7 +56,7 @@ impl StoreError {
                 // promoted, refused a write.
                 let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
                 if code.starts_with("08") || code.starts_with("57P") {
-                    postgres::liveness::connection_failed();
+                    crate::liveness::connection_failed();
                 }
                 if code.starts_with("08")
                     || code.starts_with("57P")

@@ -83,6 +83,7 @@ mod archive;
 mod backend;
 mod canonical;
 mod error;
+mod liveness;
 pub mod metrics;
 mod outbox;
 mod postgres;
@@ -95,20 +96,17 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use backend::Backend;
-
-pub use canonical::{canonical_bytes, canonical_json, event_hash, truncate_to_micros};
+pub use canonical::{canonical_bytes, canonical_json, event_hash};
 pub use error::StoreError;
 pub use outbox::{
-    Attempt, Delivery, DeliveryKey, DeliveryRecord, Notification, NotificationKind, REMOVED,
-    Reminder, Webhook,
+    Attempt, Delivery, DeliveryKey, DeliveryRecord, NotificationKind, REMOVED, Reminder, Webhook,
 };
 pub use postgres::GroupCommit;
 pub use postgres::notify::{Listener, NOTIFY_CHANNEL, Notice};
 pub use records::{
     Appended, ChainCheck, GENESIS_HASH, Loaded, MatchFilter, MatchId, MatchRecord, MatchStatus,
-    MatchUpdate, NewEvent, NewMatch, PackSweep, PendingTurn, PlayerFilter, SeatRecord, Snapshot,
-    StoredEvent, TurnRecord,
+    MatchUpdate, NewEvent, NewMatch, Notification, PackSweep, PendingTurn, PlayerFilter,
+    SeatRecord, Snapshot, StoredEvent, TurnRecord, truncate_to_micros,
 };
 
 /// The PostgreSQL statements behind the store's reads and the turn claim, exactly as it issues
@@ -163,13 +161,20 @@ enum Backends {
     Sqlite(sqlite::Sqlite),
 }
 
-/// Runs `$call` with `$b` bound to the store's backend, whichever it is: the one place a call
-/// chooses a backend (each arm is the same code, checked against [`backend::Backend`]).
+/// Runs `$call` with `$b` bound to the store's backend and `$m` to its folder, whichever it
+/// is: the one place a call chooses a backend. Each arm is the same code, so both folders must
+/// have the function `$call` names, taking what it is given (see `backend.rs`).
 macro_rules! with_backend {
-    ($store:expr, $b:ident => $call:expr) => {
+    ($store:expr, $b:ident, $m:ident => $call:expr) => {
         match &$store.backend {
-            $crate::Backends::Postgres($b) => $call,
-            $crate::Backends::Sqlite($b) => $call,
+            $crate::Backends::Postgres($b) => {
+                use $crate::postgres as $m;
+                $call
+            }
+            $crate::Backends::Sqlite($b) => {
+                use $crate::sqlite as $m;
+                $call
+            }
         }
     };
 }
@@ -177,9 +182,9 @@ macro_rules! with_backend {
 /// [`with_backend!`] for an operation that reaches the database, timed as `$op` in
 /// [`metrics::OPERATION_DURATION`].
 macro_rules! timed {
-    ($store:expr, $op:literal, $b:ident => $call:expr) => {{
+    ($store:expr, $op:literal, $b:ident, $m:ident => $call:expr) => {{
         let start = std::time::Instant::now();
-        let result = with_backend!($store, $b => $call);
+        let result = with_backend!($store, $b, $m => $call);
         $crate::metrics::operation($op, start);
         result
     }};
@@ -217,7 +222,7 @@ impl Store {
 
     /// Whether the database answers a query now: one round trip, whatever the matches.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        timed!(self, "ping", b => b.ping().await)
+        timed!(self, "ping", b, sql => sql::ping(b).await)
     }
 
     /// How many events apart the caller should write snapshots.
@@ -227,16 +232,13 @@ impl Store {
 
     /// The backend's name, `postgres` or `sqlite`.
     pub fn backend_name(&self) -> &'static str {
-        fn name<B: Backend>(_: &B) -> &'static str {
-            B::NAME
-        }
-        with_backend!(self, b => name(b))
+        with_backend!(self, _b, sql => sql::NAME)
     }
 
     /// What the group commit of single-event appends has written (PostgreSQL); `None` on
     /// SQLite and on Citus, where each append is its own transaction.
     pub fn group_commit(&self) -> Option<GroupCommit> {
-        with_backend!(self, b => b.group_commit())
+        with_backend!(self, b, sql => sql::group_commit(b))
     }
 
     /// A listener for the appends other processes make to this database (and this store's
@@ -244,7 +246,7 @@ impl Store {
     /// [`StoreOptions::notify`] on; `None` otherwise (SQLite has one writer process, so
     /// nothing to hear). It connects on its first [`Listener::next`].
     pub fn listener(&self) -> Option<Listener> {
-        with_backend!(self, b => b.listener(&self.options))
+        with_backend!(self, b, sql => sql::listener(b, &self.options))
     }
 
     /// Creates the match row, its seats (empty, or as `m.start` fills them), its first events
@@ -266,19 +268,19 @@ impl Store {
         check_match(&m)?;
         check_events(&first)?;
         let events = chain(m.id, 0, &GENESIS_HASH, first);
-        timed!(self, "create_match", b => b.create_match(&m, &events).await)?;
+        timed!(self, "create_match", b, sql => sql::matches::create(b, &m, &events).await)?;
         Ok((MatchRecord::created(&m, &events), events))
     }
 
     /// How many of the matches `creator` created are still open (waiting for players),
     /// counting no further than `limit`.
     pub async fn open_by_creator(&self, creator: &str, limit: u32) -> Result<u32, StoreError> {
-        timed!(self, "open_by_creator", b => b.open_by_creator(creator, limit).await)
+        timed!(self, "open_by_creator", b, sql => sql::matches::open_by_creator(b, creator, limit).await)
     }
 
     /// Who created the match ([`NewMatch::creator`]); `None` when not known.
     pub async fn creator(&self, id: MatchId) -> Result<Option<String>, StoreError> {
-        timed!(self, "creator", b => b.creator(id).await)
+        timed!(self, "creator", b, sql => sql::matches::creator(b, id).await)
     }
 
     /// Up to `limit` open matches whose last change (their creation, or their last join or
@@ -288,23 +290,23 @@ impl Store {
         before: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<MatchId>, StoreError> {
-        timed!(self, "open_idle_since", b => b.open_idle_since(before, limit).await)
+        timed!(self, "open_idle_since", b, sql => sql::matches::open_idle_since(b, before, limit).await)
     }
 
     /// The match row and its seats.
     pub async fn get_match(&self, id: MatchId) -> Result<MatchRecord, StoreError> {
-        timed!(self, "get_match", b => b.get_match(id).await)
+        timed!(self, "get_match", b, sql => sql::matches::get(b, id).await)
     }
 
     /// The match's secret seed, for the server to replay; reveal it only once the match is over.
     pub async fn seed(&self, id: MatchId) -> Result<[u8; 32], StoreError> {
-        timed!(self, "seed", b => b.seed(id).await)
+        timed!(self, "seed", b, sql => sql::matches::seed(b, id).await)
     }
 
     /// Matches passing the filter, ordered by id. A match with a seat held for an invited
     /// player is never listed.
     pub async fn list_matches(&self, filter: &MatchFilter) -> Result<Vec<MatchRecord>, StoreError> {
-        timed!(self, "list_matches", b => b.list_matches(filter).await)
+        timed!(self, "list_matches", b, sql => sql::matches::list(b, filter).await)
     }
 
     /// The matches in which the filter's account holds a seat, newest activity first.
@@ -312,7 +314,7 @@ impl Store {
         &self,
         filter: &PlayerFilter,
     ) -> Result<Vec<MatchRecord>, StoreError> {
-        timed!(self, "player_matches", b => b.player_matches(filter).await)
+        timed!(self, "player_matches", b, sql => sql::matches::of_player(b, filter).await)
     }
 
     /// Appends `events` after `expected_version`, applying `update` atomically with them.
@@ -329,7 +331,7 @@ impl Store {
     ) -> Result<Appended, StoreError> {
         check_events(&events)?;
         check_seats(&update.seats)?;
-        timed!(self, "append", b => b.append(id, expected_version, events, &update).await)
+        timed!(self, "append", b, sql => sql::events::append(b, id, expected_version, events, &update).await)
     }
 
     /// Up to `limit` events with `seq > after_seq`, in order.
@@ -341,18 +343,18 @@ impl Store {
     ) -> Result<Vec<StoredEvent>, StoreError> {
         // No seq is beyond what both backends store: asking after it finds nothing.
         let after_seq = after_seq.min(MAX_STORED);
-        timed!(self, "read_events", b => b.read_events(id, after_seq, limit).await)
+        timed!(self, "read_events", b, sql => sql::events::read(b, id, after_seq, limit).await)
     }
 
     /// The match row, the newest snapshot written by `rules_version` (snapshots of other
     /// versions are ignored) and every event after it.
     pub async fn load(&self, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
-        timed!(self, "load", b => b.load(id, rules_version).await)
+        timed!(self, "load", b, sql => sql::events::load(b, id, rules_version).await)
     }
 
     /// Stores a snapshot, replacing any snapshot at the same seq.
     pub async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Result<(), StoreError> {
-        timed!(self, "put_snapshot", b => b.put_snapshot(id, snapshot).await)
+        timed!(self, "put_snapshot", b, sql => sql::events::put_snapshot(b, id, snapshot).await)
     }
 
     /// Claims up to `limit` pending turns due at `now` that no unexpired lease holds, oldest
@@ -365,13 +367,13 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<TurnRecord>, StoreError> {
-        timed!(self, "claim_turns", b => b.claim_turns(now, lease_until, limit).await)
+        timed!(self, "claim_turns", b, sql => sql::turns::claim(b, now, lease_until, limit).await)
     }
 
     /// Deletes the match's pending turn for `seat` if it is still the one awaited after
     /// `version` (the match moved on without it: nothing is left to do). True if deleted.
     pub async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Result<bool, StoreError> {
-        timed!(self, "drop_turn", b => b.drop_turn(id, seat, version).await)
+        timed!(self, "drop_turn", b, sql => sql::turns::drop(b, id, seat, version).await)
     }
 
     /// Queues the reminders due at `now`, at most `limit`: each pending turn whose `remind_at`
@@ -386,12 +388,12 @@ impl Store {
         limit: u32,
         body: impl Fn(&Reminder) -> String + Send + Sync,
     ) -> Result<u32, StoreError> {
-        timed!(self, "queue_reminders", b => b.queue_reminders(now, limit, &body).await)
+        timed!(self, "queue_reminders", b, sql => sql::turns::remind(b, now, limit, &body).await)
     }
 
     /// The match's pending turns, by seat.
     pub async fn turns(&self, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
-        timed!(self, "turns", b => b.turns(id).await)
+        timed!(self, "turns", b, sql => sql::turns::list(b, id).await)
     }
 
     /// The shared key called `name`: the one stored, or `candidate` if none was (it is then
@@ -403,7 +405,7 @@ impl Store {
         candidate: [u8; 32],
     ) -> Result<[u8; 32], StoreError> {
         check_text("a key name", name)?;
-        let key = timed!(self, "server_key", b => b.server_key(name, candidate).await)?;
+        let key = timed!(self, "server_key", b, sql => sql::server_key(b, name, candidate).await)?;
         key.try_into()
             .map_err(|_| StoreError::Corrupt(format!("server key {name:?} is not 32 bytes")))
     }
@@ -418,18 +420,18 @@ impl Store {
         secret: [u8; 32],
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        timed!(self, "set_webhook", b => b.set_webhook(id, seat, url, secret, now).await)
+        timed!(self, "set_webhook", b, sql => sql::outbox::set_webhook(b, id, seat, url, secret, now).await)
     }
 
     /// Removes `seat`'s webhook and gives up the notifications still queued for it (their
     /// `last_error` says why). Returns whether there was one.
     pub async fn remove_webhook(&self, id: MatchId, seat: u8) -> Result<bool, StoreError> {
-        timed!(self, "remove_webhook", b => b.remove_webhook(id, seat).await)
+        timed!(self, "remove_webhook", b, sql => sql::outbox::remove_webhook(b, id, seat).await)
     }
 
     /// `seat`'s webhook, if it has one.
     pub async fn webhook(&self, id: MatchId, seat: u8) -> Result<Option<Webhook>, StoreError> {
-        timed!(self, "webhook", b => b.webhook(id, seat).await)
+        timed!(self, "webhook", b, sql => sql::outbox::webhook(b, id, seat).await)
     }
 
     /// Claims up to `limit` due notifications, of any match, until `lease_until`: no other
@@ -441,7 +443,7 @@ impl Store {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Delivery>, StoreError> {
-        timed!(self, "claim_deliveries", b => b.claim_deliveries(now, lease_until, limit).await)
+        timed!(self, "claim_deliveries", b, sql => sql::outbox::claim(b, now, lease_until, limit).await)
     }
 
     /// Hands claimed notifications back unattempted: each row of `keys` still held under the
@@ -458,7 +460,7 @@ impl Store {
         if keys.is_empty() {
             return Ok(0);
         }
-        timed!(self, "defer_deliveries", b => b.defer_deliveries(keys, lease_until, due_at).await)
+        timed!(self, "defer_deliveries", b, sql => sql::outbox::defer(b, keys, lease_until, due_at).await)
     }
 
     /// Records one attempt at a claimed notification: delivered, or failed and retried at
@@ -469,7 +471,7 @@ impl Store {
         attempt: &Attempt,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        timed!(self, "record_delivery", b => b.record_delivery(key, attempt, now).await)
+        timed!(self, "record_delivery", b, sql => sql::outbox::record(b, key, attempt, now).await)
     }
 
     /// The delivery records of a match, optionally of one seat, newest event first, at most
@@ -480,7 +482,7 @@ impl Store {
         seat: Option<u8>,
         limit: u32,
     ) -> Result<Vec<DeliveryRecord>, StoreError> {
-        timed!(self, "deliveries", b => b.deliveries(id, seat, limit).await)
+        timed!(self, "deliveries", b, sql => sql::outbox::list(b, id, seat, limit).await)
     }
 
     /// Archives the logs of up to `limit` matches that ended (finished or abandoned) before
@@ -495,7 +497,7 @@ impl Store {
         ended_before: DateTime<Utc>,
         limit: u32,
     ) -> Result<u32, StoreError> {
-        timed!(self, "archive_finished", b => b.archive_finished(ended_before, limit).await)
+        timed!(self, "archive_finished", b, sql => sql::archive_finished(b, ended_before, limit).await)
     }
 
     /// Packs the older events of live (open or active) matches into blocks, looking at up to
@@ -511,7 +513,7 @@ impl Store {
         after: Option<MatchId>,
         limit: u32,
     ) -> Result<PackSweep, StoreError> {
-        timed!(self, "pack_live", b => b.pack_live(after, limit).await)
+        timed!(self, "pack_live", b, sql => sql::pack_live(b, after, limit).await)
     }
 
     /// Recomputes the whole hash chain from the stored columns and names the first bad event.

@@ -24,7 +24,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::{MatchId, StoreError};
+use crate::{MatchId, Notification, StoreError};
 
 /// A seat's webhook.
 #[derive(Clone, PartialEq, Eq)]
@@ -162,18 +162,6 @@ pub struct DeliveryRecord {
     pub last_error: Option<String>,
     /// When it was enqueued (the event's append).
     pub created_at: DateTime<Utc>,
-}
-
-/// A notification an append queues for a seat (see [`MatchUpdate::notify`]): the exact bytes
-/// the server will post and sign, rendered by the server for the append's last event.
-///
-/// [`MatchUpdate::notify`]: crate::MatchUpdate::notify
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notification {
-    /// The seat notified, if it has a webhook.
-    pub seat: u8,
-    /// The payload.
-    pub body: String,
 }
 
 /// A reminder that fell due ([`Store::queue_reminders`]): what its notification tells the seat,

@@ -2,9 +2,7 @@
 //! what it reads back (match rows, stored events, loads, pending turns), with the filters of
 //! its listings.
 
-use chrono::{DateTime, Utc};
-
-use crate::{Notification, truncate_to_micros};
+use chrono::{DateTime, SubsecRound, Utc};
 
 /// A match's identifier; also the distribution key of every table.
 pub type MatchId = uuid::Uuid;
@@ -255,14 +253,12 @@ pub struct PendingTurn {
     /// When the server acts for the seat.
     pub due_at: DateTime<Utc>,
     /// When the seat's webhook gets a reminder (a human seat's deadline, when the match sets
-    /// reminders); see [`Store::queue_reminders`].
+    /// reminders); see [`Store::queue_reminders`]. A reminder belongs to its deadline: when the
+    /// stored turn of the seat has the same `due_at`, the stored reminder stands (so one sent is
+    /// not sent again), and this applies only to a new deadline.
     pub remind_at: Option<DateTime<Utc>>,
     /// The bot's strategy, for a bot seat.
     pub bot: Option<String>,
-    /// The seat was awaited before this append too and did not act in it: a stored pending
-    /// turn keeps its `due_at` and `remind_at` (the deadline runs from when the seat became
-    /// awaited, and a reminder sent is not sent again), and these apply only when there is none.
-    pub continues: bool,
 }
 
 /// A pending turn as stored: the seat, awaited after event `version`, is due at `due_at`.
@@ -404,4 +400,20 @@ impl PlayerFilter {
         }
         .effective_limit()
     }
+}
+
+/// A notification an append queues for a seat (see [`MatchUpdate::notify`]): the exact bytes
+/// the server will post and sign, rendered by the server for the append's last event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    /// The seat notified, if it has a webhook.
+    pub seat: u8,
+    /// The payload.
+    pub body: String,
+}
+
+/// Drops sub-microsecond precision, which PostgreSQL would drop anyway: what is hashed must be
+/// exactly what is read back.
+pub fn truncate_to_micros(at: DateTime<Utc>) -> DateTime<Utc> {
+    at.trunc_subsecs(6)
 }

@@ -33,13 +33,12 @@ fn event(kind: &str, actor: Option<u8>, request: Option<&str>, n: i64) -> NewEve
     }
 }
 
-fn turn(seat: u8, continues: bool) -> PendingTurn {
+fn turn(seat: u8) -> PendingTurn {
     PendingTurn {
         seat,
         due_at: at(86_400),
         remind_at: Some(at(3_600)),
         bot: None,
-        continues,
     }
 }
 
@@ -161,7 +160,7 @@ async fn steps(url: &str) -> Result<()> {
     let update = MatchUpdate {
         status: Some(MatchStatus::Active),
         seats: vec![seat(0, "ann"), seat(1, "bob")],
-        turns: Some(vec![turn(0, false)]),
+        turns: Some(vec![turn(0)]),
         notify: notify(0),
     };
     let events = vec![
@@ -174,7 +173,7 @@ async fn steps(url: &str) -> Result<()> {
 
     // An act that passes the turn: its event, the turns, a notification.
     let update = MatchUpdate {
-        turns: Some(vec![turn(1, false)]),
+        turns: Some(vec![turn(1)]),
         notify: notify(1),
         ..MatchUpdate::default()
     };

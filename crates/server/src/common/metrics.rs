@@ -35,6 +35,7 @@ pub const REMINDERS: &str = "missive_turn_reminders_queued_total";
 pub const CACHE_HITS: &str = "missive_match_cache_hits_total";
 pub const CACHE_MISSES: &str = "missive_match_cache_misses_total";
 pub const WATCHERS: &str = "missive_watchers";
+pub const WATCH_REPLAYS: &str = "missive_watch_replays_total";
 pub const WEBHOOK_DELIVERIES: &str = "missive_webhook_deliveries_total";
 pub const WEBHOOK_DEFERRALS: &str = "missive_webhook_deferrals_total";
 pub const LIMITED: &str = "missive_limited_total";
@@ -122,6 +123,10 @@ fn describe() {
     );
     describe_gauge!(WATCHERS, "Watch streams open on this server.");
     describe_counter!(
+        WATCH_REPLAYS,
+        "Watch catch-ups that replayed a match's log from its start."
+    );
+    describe_counter!(
         WEBHOOK_DELIVERIES,
         "Webhook delivery attempts, by outcome: delivered, failed (to be retried), given_up."
     );
@@ -147,6 +152,7 @@ fn describe() {
     counter!(CACHE_HITS).absolute(0);
     counter!(CACHE_MISSES).absolute(0);
     gauge!(WATCHERS).set(0.0);
+    counter!(WATCH_REPLAYS).absolute(0);
     for outcome in ["delivered", "failed", "given_up"] {
         counter!(WEBHOOK_DELIVERIES, "outcome" => outcome).absolute(0);
     }
@@ -220,6 +226,12 @@ pub fn record_delivery(outcome: &'static str) {
 /// Claimed webhook deliveries handed back unattempted: `busy` or `backing_off`.
 pub fn record_deferrals(reason: &'static str, n: usize) {
     counter!(WEBHOOK_DEFERRALS, "reason" => reason).increment(n as u64);
+}
+
+/// A watch that caught up by replaying its match's log from the start: a watch that begins
+/// behind the match, or one whose match this server had to load again.
+pub fn record_watch_replay() {
+    counter!(WATCH_REPLAYS).increment(1);
 }
 
 /// An open watch stream, counted in [`WATCHERS`] until dropped.

@@ -161,22 +161,33 @@ impl Table {
     /// Folds the `seq`th event of the log, returning what it told whom. A stored action the
     /// rules refuse is corrupt data, not a refusal.
     pub fn apply(&mut self, seq: u64, event: &Event) -> ApiResult<Observations> {
-        self.replay(seq, event).map_err(|e| match e {
-            Replay::Refused(refusal) => ApiError::internal(format!(
-                "stored event {seq} refused on replay: {}",
-                refusal.rule
-            )),
-            Replay::Unreadable(e) => e,
-        })
+        self.step(seq, event, true).map_err(corrupt(seq))
     }
 
-    /// [`Table::apply`], telling a refused action from an event that cannot be read (for a
+    /// [`Table::apply`] for a load, which needs only the state: no observation is built.
+    pub fn fold(&mut self, seq: u64, event: &Event) -> ApiResult<()> {
+        self.step(seq, event, false).map(drop).map_err(corrupt(seq))
+    }
+
+    /// [`Table::fold`], telling a refused action from an event that cannot be read (for a
     /// verifier, which must say which).
-    pub fn replay(&mut self, seq: u64, event: &Event) -> Result<Observations, Replay> {
+    pub fn replay(&mut self, seq: u64, event: &Event) -> Result<(), Replay> {
+        self.step(seq, event, false).map(drop)
+    }
+
+    /// The fold of one event; what it told whom only when `observe` (empty otherwise).
+    fn step(&mut self, seq: u64, event: &Event, observe: bool) -> Result<Observations, Replay> {
         // A closed match is never dealt: its closure tells the rules nothing.
         if let Event::Closed { .. } = event {
             return Ok(Vec::new());
         }
+        let told = |state: &dyn MatchState| {
+            if observe {
+                state.setup_observations()
+            } else {
+                Vec::new()
+            }
+        };
         if let Some(pending) = self.undealt.as_mut() {
             pending.holders.note(seq, event)?;
             if let Some(nonces) = pending.holders.all() {
@@ -185,16 +196,21 @@ impl Table {
                     self.game
                         .setup_under(&pending.config, self.seats, seed, self.version)?;
                 self.undealt = None;
-                return Ok(self.state.setup_observations());
+                return Ok(told(self.state.as_ref()));
             }
         }
         match event {
             Event::Action { seat, action } | Event::Timeout { seat, action } => {
                 let action = self.game.decode_action(action)?;
-                self.play(*seat, &action).map_err(Replay::Refused)
+                if observe {
+                    self.play(*seat, &action).map_err(Replay::Refused)
+                } else {
+                    let replayed = self.state.replay(*seat, &action);
+                    replayed.map(|()| Vec::new()).map_err(Replay::Refused)
+                }
             }
             // Dealt at creation: the first deal is the creation's news.
-            Event::Created(_) if self.dealt() => Ok(self.state.setup_observations()),
+            Event::Created(_) if self.dealt() => Ok(told(self.state.as_ref())),
             Event::Created(_)
             | Event::Joined { .. }
             | Event::Left { .. }
@@ -211,6 +227,17 @@ impl Table {
     /// save.
     pub fn snapshot(&self) -> Option<ApiResult<Value>> {
         self.dealt().then(|| self.state.to_json())
+    }
+}
+
+/// A stored event the rules refuse is corrupt data, not a refusal.
+fn corrupt(seq: u64) -> impl Fn(Replay) -> ApiError {
+    move |e| match e {
+        Replay::Refused(refusal) => ApiError::internal(format!(
+            "stored event {seq} refused on replay: {}",
+            refusal.rule
+        )),
+        Replay::Unreadable(e) => e,
     }
 }
 

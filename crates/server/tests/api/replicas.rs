@@ -256,6 +256,13 @@ async fn a_watcher_on_one_replica_sees_actions_made_on_another_promptly() {
          watcher: median {median:?}, max {max:?}"
     );
     assert!(max < Duration::from_secs(1), "prompt: {max:?}");
+    // The other replica folded each action into its cached match from the version it had: no
+    // catch-up replayed the log from its start.
+    assert_eq!(
+        second.metric("missive_watch_replays_total").await,
+        Some(0),
+        "a watcher at the match's version is told, not replayed to"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -299,6 +306,12 @@ async fn without_notifications_a_watcher_catches_up_on_its_own_timer() {
     }
     let (median, max) = median_and_max(latencies);
     eprintln!("watch across replicas on the 300 ms timer alone: median {median:?}, max {max:?}");
+    assert_eq!(second.metric("missive_watch_replays_total").await, Some(0));
+    // A watch that begins behind the match replays its log, once.
+    let mut behind = watch(&mut b, &match_id, 0).await;
+    let (first_update, _) = next_update(&mut behind).await;
+    assert_eq!(first_update, 1);
+    assert_eq!(second.metric("missive_watch_replays_total").await, Some(1));
     assert!(
         max < Duration::from_secs(2),
         "within a few periods: {max:?}"

@@ -13,19 +13,11 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
-use super::events::EVENT_COLUMNS;
+use super::columns::{EVENT_COLUMNS, LogRow};
 use super::{begin, custom_plans, db};
 use crate::archive::{self, Packed, Unpacked};
 use crate::rows::{EventRow, chained_from, hash32, to_i64, unsigned};
 use crate::{MatchId, StoreError, StoredEvent};
-
-/// An event row with its request's last seq.
-#[derive(Debug, sqlx::FromRow)]
-pub(super) struct LogRow {
-    #[sqlx(flatten)]
-    pub(super) event: EventRow,
-    pub(super) request_last: Option<i64>,
-}
 
 /// An `archives` row, or the nulls of a match without one.
 #[derive(Debug, sqlx::FromRow)]
@@ -84,7 +76,7 @@ pub(super) async fn read_if_exists(
 /// Archives up to `limit` matches that ended before `ended_before`, oldest first, each in a
 /// transaction of its own; the number archived. A match whose rows do not form a whole chain is left as
 /// it is and reported, never archived.
-pub(super) async fn archive_finished(
+pub(crate) async fn archive_finished(
     pool: &PgPool,
     ended_before: DateTime<Utc>,
     limit: u32,

@@ -26,7 +26,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres};
 use tokio::sync::{mpsc, oneshot};
 
-use super::events::EventColumns;
+use super::columns::EventColumns;
 use super::held::{Connections, Lease};
 use crate::rows::{Binds, EventValues, Params, to_i64};
 use crate::{StoreError, StoredEvent};

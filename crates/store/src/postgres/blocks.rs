@@ -18,8 +18,7 @@
 
 use sqlx::{PgConnection, PgPool};
 
-use super::archive::LogRow;
-use super::events::EVENT_COLUMNS;
+use super::columns::{EVENT_COLUMNS, LogRow};
 use super::{begin, db};
 use crate::archive::{self, Packed, Unpacked};
 use crate::rows::{EventRow, chained_from, hash32, parse_id, to_i64, unsigned};
@@ -189,7 +188,7 @@ pub(super) async fn read_events(
 
 /// Looks at up to `limit` live (open or active) matches after `after` in id order and packs
 /// those with enough rows; see [`crate::Store::pack_live`].
-pub(super) async fn pack_live(
+pub(crate) async fn pack_live(
     pool: &PgPool,
     after: Option<MatchId>,
     limit: u32,

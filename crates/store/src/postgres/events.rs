@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Connection, PgConnection, PgPool, Postgres};
 
 use super::batch::Row;
-use super::matches::SeatColumns;
+use super::columns::{EVENT_COLUMNS, EventColumns, SeatColumns};
 use super::turns::TurnColumns;
 use super::{Pg, db, is_unique_violation, routed};
 use crate::rows::{Binds, EventRow, HeadRow, Params, SnapshotRow, chained, to_i64};
@@ -24,68 +24,6 @@ use crate::{
     Appended, Loaded, MatchId, MatchUpdate, NewEvent, Snapshot, StoreError, StoredEvent,
     canonical_json, chain,
 };
-
-pub(super) const EVENT_COLUMNS: &str =
-    "seq, kind, actor, request_id, payload::text AS payload, at, prev_hash, hash";
-
-/// Events to insert with one `UNNEST`, one array per column (here and in [`super::batch`]):
-/// `bigint[], text[], smallint[], text[], bigint[], text[], timestamptz[], bytea[]`. There is no
-/// `prev_hash`: a row's is the hash of the row before it, filled in as rows are read
-/// ([`crate::rows::chained`]).
-#[derive(Debug, Default, Clone)]
-pub(super) struct EventColumns {
-    seq: Vec<i64>,
-    kind: Vec<String>,
-    actor: Vec<Option<i16>>,
-    request_id: Vec<Option<String>>,
-    /// On a request's first event, the seq of its last event; `None` elsewhere.
-    request_last: Vec<Option<i64>>,
-    payload: Vec<String>,
-    at: Vec<DateTime<Utc>>,
-    hash: Vec<Vec<u8>>,
-}
-
-impl EventColumns {
-    /// The events of one request.
-    pub(super) fn new(events: &[StoredEvent]) -> Result<EventColumns, StoreError> {
-        let mut c = EventColumns::default();
-        let last = events.last().map_or(Ok(0), |e| to_i64(e.seq))?;
-        for (i, ev) in events.iter().enumerate() {
-            c.push(ev, (i == 0 && ev.request_id.is_some()).then_some(last))?;
-        }
-        Ok(c)
-    }
-
-    pub(super) fn push(
-        &mut self,
-        ev: &StoredEvent,
-        request_last: Option<i64>,
-    ) -> Result<(), StoreError> {
-        self.seq.push(to_i64(ev.seq)?);
-        self.kind.push(ev.kind.clone());
-        self.actor.push(ev.actor.map(i16::from));
-        self.request_id.push(ev.request_id.clone());
-        self.request_last.push(request_last);
-        self.payload.push(canonical_json(&ev.payload));
-        self.at.push(ev.at);
-        self.hash.push(ev.hash.to_vec());
-        Ok(())
-    }
-}
-
-impl Params<Postgres> for EventColumns {
-    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
-        query
-            .value(self.seq)
-            .value(self.kind)
-            .value(self.actor)
-            .value(self.request_id)
-            .value(self.request_last)
-            .value(self.payload)
-            .value(self.at)
-            .value(self.hash)
-    }
-}
 
 /// The head an append expects: `$1` the match, `$2` its version, `$3` its last hash.
 #[derive(Debug)]
@@ -122,7 +60,7 @@ impl Params<Postgres> for UpdateValues {
     }
 }
 
-/// The "your turn" notifications of an append, `$25` and `$26`: one seat and payload each.
+/// The "your turn" notifications of an append, `$24` and `$25`: one seat and payload each.
 #[derive(Debug)]
 struct NotifyColumns {
     seat: Vec<i16>,
@@ -192,7 +130,7 @@ async fn events_between(
     let count = u32::try_from(last + 1 - first)
         .map_err(|_| StoreError::Internal(format!("a request of {} events", last + 1 - first)))?;
     pg.reads
-        .run(async |conn| read(conn, id, first.saturating_sub(1), count).await)
+        .run(async |conn| read_on(conn, id, first.saturating_sub(1), count).await)
         .await
 }
 
@@ -274,7 +212,7 @@ async fn check(
     Ok(Checked::AtVersion(head.last_hash()?))
 }
 
-pub(super) async fn append(
+pub(crate) async fn append(
     pg: &Pg,
     id: MatchId,
     expected: u64,
@@ -339,8 +277,9 @@ const INSERT_EVENTS: &str =
     WHERE ";
 
 /// The status and seat changes of an append ([`UpdateValues`], then [`SeatColumns`] as `$16`
-/// to `$19` and the seats' accounts as `$27`), applied only if `h` holds a row: the inserted events, or for an append without
-/// events the match row when its head is as expected and no event follows it.
+/// to `$19` and the seats' accounts as `$26`), applied only if `h` holds a row: the inserted
+/// events, or for an append without events the match row when its head is as expected and no
+/// event follows it.
 const UPDATE_MATCH: &str = "m AS (
         UPDATE matches SET updated_at = $12, status = COALESCE($13, status)
         WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
@@ -348,16 +287,16 @@ const UPDATE_MATCH: &str = "m AS (
     ), s AS (
         UPDATE seats SET player = s.player, token_hash = s.token_hash, bot = s.bot,
             account = s.account
-        FROM m, UNNEST($16::smallint[], $17::text[], $18::bytea[], $19::text[], $27::text[])
+        FROM m, UNNEST($16::smallint[], $17::text[], $18::bytea[], $19::text[], $26::text[])
             AS s(seat, player, token_hash, bot, account)
         WHERE seats.match_id = m.match_id AND seats.seat = s.seat
     )";
 
 /// The pending turns of an append (see [`crate::MatchUpdate::turns`]; [`TurnColumns`] as `$20`
-/// to `$24`), written only if `h` holds a row, like [`UPDATE_MATCH`]: every other pending turn
-/// of the match is deleted, these are upserted as awaited after the append's last event, and a
-/// seat that stays awaited keeps its due time and reminder (or, once sent, none). A new version
-/// frees the lease, so the turn can be claimed again at once.
+/// to `$23`), written only if `h` holds a row, like [`UPDATE_MATCH`]: every other pending turn
+/// of the match is deleted, these are written as awaited after the append's last event, and a
+/// turn whose due time stays keeps its reminder (or, once sent, none). A new version frees the
+/// lease, so the turn can be claimed again at once.
 const WRITE_TURNS: &str = "td AS (
         DELETE FROM turns WHERE match_id = $1::uuid AND EXISTS (SELECT 1 FROM h)
             AND NOT (seat = ANY($20::smallint[]))
@@ -369,9 +308,8 @@ const WRITE_TURNS: &str = "td AS (
         WHERE EXISTS (SELECT 1 FROM h)
         ON CONFLICT (match_id, seat) DO UPDATE SET version = EXCLUDED.version,
             bot = EXCLUDED.bot, lease_until = NULL,
-            due_at = CASE WHEN EXCLUDED.seat = ANY($24::smallint[]) THEN turns.due_at
-                ELSE EXCLUDED.due_at END,
-            remind_at = CASE WHEN EXCLUDED.seat = ANY($24::smallint[]) THEN turns.remind_at
+            due_at = EXCLUDED.due_at,
+            remind_at = CASE WHEN turns.due_at = EXCLUDED.due_at THEN turns.remind_at
                 ELSE EXCLUDED.remind_at END
     )";
 
@@ -380,7 +318,7 @@ const WRITE_TURNS: &str = "td AS (
 const ENQUEUE_OUTBOX: &str = "o AS (
         INSERT INTO webhook_outbox (match_id, seq, seat, url, body, next_attempt_at, created_at)
         SELECT w.match_id, (SELECT max(seq) FROM h), w.seat, w.url, n.body, $12, $12
-        FROM UNNEST($25::smallint[], $26::text[]) AS n(seat, body)
+        FROM UNNEST($24::smallint[], $25::text[]) AS n(seat, body)
         JOIN webhooks w ON w.match_id = $1::uuid AND w.seat = n.seat
         WHERE EXISTS (SELECT 1 FROM h)
         RETURNING seat
@@ -626,7 +564,18 @@ pub fn load_events_sql() -> String {
     )
 }
 
-pub(super) async fn read(
+pub(crate) async fn read(
+    pg: &Pg,
+    id: MatchId,
+    after: u64,
+    limit: u32,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    pg.reads
+        .run(async |conn| read_on(conn, id, after, limit).await)
+        .await
+}
+
+async fn read_on(
     conn: &mut PgConnection,
     id: MatchId,
     after: u64,
@@ -688,7 +637,7 @@ async fn read_archived(
     }))
 }
 
-pub(super) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
+pub(crate) async fn load(pg: &Pg, id: MatchId, rules_version: u32) -> Result<Loaded, StoreError> {
     pg.reads
         .run(async |conn| load_on(conn, pg, id, rules_version).await)
         .await
@@ -785,7 +734,7 @@ async fn load_on(
     })
 }
 
-pub(super) async fn put_snapshot(
+pub(crate) async fn put_snapshot(
     pool: &PgPool,
     id: MatchId,
     snapshot: &Snapshot,
@@ -811,7 +760,7 @@ pub(super) async fn put_snapshot(
     if result.rows_affected() == 0 {
         // No such match, a snapshot of events that do not exist yet, or an archived match,
         // whose log is one value and has no snapshots.
-        let record = super::matches::get(pool, id).await?;
+        let record = super::matches::read(pool, id).await?;
         if snapshot.seq <= record.version {
             return Ok(());
         }

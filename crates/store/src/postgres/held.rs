@@ -22,8 +22,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::liveness;
 use crate::StoreError;
+use crate::liveness;
 
 /// Up to a fixed number of connections taken from the pool and kept between uses.
 #[derive(Debug)]

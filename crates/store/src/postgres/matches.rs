@@ -2,13 +2,11 @@
 
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
-use super::events::EventColumns;
+use super::columns::{EventColumns, SeatColumns};
 use super::turns::TurnColumns;
 use super::{Pg, db};
-use crate::rows::{Binds, MatchSeatRow, MatchValues, Params, hash32};
-use crate::{
-    MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, SeatRecord, StoreError, StoredEvent,
-};
+use crate::rows::{Binds, MatchSeatRow, MatchValues, hash32};
+use crate::{MatchFilter, MatchId, MatchRecord, NewMatch, PlayerFilter, StoreError, StoredEvent};
 
 /// The match row with its head: `version` is the last event's seq (read backwards through the
 /// events primary key), and `updated_at` the later of the row's last write and that event's time.
@@ -19,82 +17,22 @@ const MATCH_SELECT: &str = "SELECT m.match_id::text AS match_id, m.kind, m.confi
     FROM matches m LEFT JOIN LATERAL (SELECT e.seq, e.at FROM events e \
         WHERE e.match_id = m.match_id ORDER BY e.seq DESC LIMIT 1) last ON true";
 
-/// Seats to write, one array per column (`smallint[], text[], bytea[], text[]`). Their
-/// accounts are bound apart, as the statement's last parameter ([`SeatColumns::accounts`]).
-#[derive(Debug, Default)]
-pub(super) struct SeatColumns {
-    seat: Vec<i16>,
-    player: Vec<Option<String>>,
-    token_hash: Vec<Option<Vec<u8>>>,
-    bot: Vec<Option<String>>,
-}
-
-impl SeatColumns {
-    pub(super) fn new(seats: &[SeatRecord]) -> SeatColumns {
-        let mut c = SeatColumns::default();
-        for s in seats {
-            c.seat.push(i16::from(s.seat));
-            c.player.push(s.player.clone());
-            c.token_hash.push(s.token_hash.map(|h| h.to_vec()));
-            c.bot.push(s.bot.clone());
-        }
-        c
-    }
-
-    /// The seats' accounts (`text[]`), in the order of [`SeatColumns::new`].
-    pub(super) fn accounts(seats: &[SeatRecord]) -> Vec<Option<String>> {
-        seats.iter().map(|s| s.account.clone()).collect()
-    }
-
-    /// Whether each seat is held for an invited player (`boolean[]`), in the same order.
-    pub(super) fn invited(seats: &[SeatRecord]) -> Vec<bool> {
-        seats.iter().map(|s| s.invited).collect()
-    }
-}
-
-impl Params<Postgres> for SeatColumns {
-    fn bind_to<'q, Q: Binds<'q, Postgres>>(self, query: Q) -> Q {
-        query
-            .value(self.seat)
-            .value(self.player)
-            .value(self.token_hash)
-            .value(self.bot)
-    }
-}
-
-/// The insert of a match row, `$1`…`$13` ([`MatchValues`]), its creator the placeholder given.
-macro_rules! insert_match {
-    ($creator:literal) => {
-        concat!(
-            "INSERT INTO matches (match_id, kind, config, rules_version, seat_count, status, seed,
-                seed_hash, turn_timeout_secs, turn_reminder_secs, version, last_hash, created_at,
-                updated_at, creator)
-            VALUES ($1::uuid, $2, $3::jsonb, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, ",
-            $creator,
-            ")"
-        )
-    };
-}
-
-/// The match row alone, its creator `$14`: on Citus, the first statement of a creation.
-pub(super) const INSERT_MATCH: &str = insert_match!("$14");
-
 /// One statement: the match row (`$1`…`$13`, [`MatchValues`]), its seats, empty or as the
-/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$32` and invitations as `$33`),
-/// its first pending turns (`$18`…, [`TurnColumns`], its `continuing` unused), its first events
-/// (`$23`…, [`EventColumns`]) and its creator (`$31`). The new rows are
+/// start fills them (`$14`…, [`SeatColumns`], their accounts as `$31` and invitations as `$32`),
+/// its first pending turns (`$18`…, [`TurnColumns`]), its first events
+/// (`$22`…, [`EventColumns`]) and its creator (`$30`). The new rows are
 /// invisible to everyone else until it commits.
 const CREATE: &str = concat!(
     "WITH m AS (",
-    insert_match!("$31"),
+    insert_match!("$30"),
     " RETURNING match_id
     ), s AS (
         INSERT INTO seats (match_id, seat, player, token_hash, bot, account, invited)
         SELECT m.match_id, g.seat, t.player, t.token_hash, t.bot, t.account,
             COALESCE(t.invited, false)
         FROM m CROSS JOIN generate_series(0, $5 - 1) AS g(seat)
-        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $32::text[],
-                $33::boolean[])
+        LEFT JOIN UNNEST($14::smallint[], $15::text[], $16::bytea[], $17::text[], $31::text[],
+                $32::boolean[])
             AS t(seat, player, token_hash, bot, account, invited) ON t.seat = g.seat
     ), tn AS (
         INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
@@ -106,14 +44,14 @@ const CREATE: &str = concat!(
             hash)
         SELECT m.match_id, e.seq, e.kind, e.actor, e.request_id, e.request_last,
             e.payload::json, e.at, e.hash
-        FROM m, UNNEST($23::bigint[], $24::text[], $25::smallint[], $26::text[], $27::bigint[],
-            $28::text[], $29::timestamptz[], $30::bytea[])
+        FROM m, UNNEST($22::bigint[], $23::text[], $24::smallint[], $25::text[], $26::bigint[],
+            $27::text[], $28::timestamptz[], $29::bytea[])
             AS e(seq, kind, actor, request_id, request_last, payload, at, hash)
     )
     SELECT 1"
 );
 
-pub(super) async fn create(
+pub(crate) async fn create(
     pg: &Pg,
     m: &NewMatch,
     events: &[StoredEvent],
@@ -142,7 +80,7 @@ pub(super) async fn create(
                 // A unique violation, or on Citus an internal error (a shard's unique
                 // violation reported without its SQLSTATE): a match that exists if its row
                 // says so.
-                Err(e @ sqlx::Error::Database(_)) => match creator(&mut *conn, m.id).await {
+                Err(e @ sqlx::Error::Database(_)) => match creator_of(&mut *conn, m.id).await {
                     Ok(_) => Err(StoreError::AlreadyExists(m.id)),
                     Err(StoreError::NotFound(_)) => Err(db(e)),
                     Err(other) => Err(other),
@@ -160,7 +98,13 @@ pub(super) async fn create(
 /// is refused at the cap, so there are few to count, and on Citus a flat count is summed from
 /// each shard's, where a `LIMIT` in a subquery is run as a subplan whose rows go through the
 /// coordinator (0.1–1.6 s a creation on two cores).
-pub(super) async fn open_by_creator(
+pub(crate) async fn open_by_creator(pg: &Pg, creator: &str, limit: u32) -> Result<u32, StoreError> {
+    pg.reads
+        .run(async |conn| count_open(conn, creator, limit).await)
+        .await
+}
+
+async fn count_open(
     executor: impl sqlx::PgExecutor<'_>,
     creator: &str,
     limit: u32,
@@ -176,7 +120,11 @@ pub(super) async fn open_by_creator(
     Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
-pub(super) async fn creator(
+pub(crate) async fn creator(pool: &PgPool, id: MatchId) -> Result<Option<String>, StoreError> {
+    creator_of(pool, id).await
+}
+
+async fn creator_of(
     executor: impl sqlx::PgExecutor<'_>,
     id: MatchId,
 ) -> Result<Option<String>, StoreError> {
@@ -192,7 +140,7 @@ pub(super) async fn creator(
 /// Open matches last changed at or before `before`, the longest idle first (through the partial
 /// index `matches_open_idle`). An open match's row is written by each of its events (every
 /// one changes its seats or its status), so its `updated_at` is its last event's time.
-pub(super) async fn open_idle_since(
+pub(crate) async fn open_idle_since(
     pool: &PgPool,
     before: chrono::DateTime<chrono::Utc>,
     limit: u32,
@@ -214,8 +162,8 @@ pub(super) async fn open_idle_since(
         .collect()
 }
 
-pub(super) async fn get(pool: &PgPool, id: MatchId) -> Result<MatchRecord, StoreError> {
-    read(pool, id).await
+pub(crate) async fn get(pg: &Pg, id: MatchId) -> Result<MatchRecord, StoreError> {
+    pg.reads.run(async |conn| read(conn, id).await).await
 }
 
 /// A seat's columns beside its match's, as [`MatchSeatRow`] reads them (seats as `s`).
@@ -234,7 +182,7 @@ pub(super) async fn read<'e>(
     MatchSeatRow::into_record(rows).ok_or(StoreError::NotFound(id))?
 }
 
-pub(super) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
+pub(crate) async fn seed(pool: &PgPool, id: MatchId) -> Result<[u8; 32], StoreError> {
     let seed: Option<Vec<u8>> =
         sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = $1::uuid")
             .bind(id)
@@ -295,7 +243,7 @@ pub fn read_sql() -> String {
     )
 }
 
-pub(super) async fn list(
+pub(crate) async fn list(
     pool: &PgPool,
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
@@ -308,7 +256,7 @@ pub(super) async fn list(
 }
 
 /// The matches the account holds a seat in (through `seats_account`), newest activity first.
-pub(super) async fn of_player(
+pub(crate) async fn of_player(
     pool: &PgPool,
     filter: &PlayerFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {

@@ -26,28 +26,27 @@
 mod archive;
 mod batch;
 mod blocks;
+#[macro_use]
+mod columns;
 pub(crate) mod events;
 mod held;
-pub(crate) mod liveness;
 pub(crate) mod matches;
 pub(crate) mod notify;
-mod outbox;
+pub(crate) mod outbox;
 mod routed;
 pub(crate) mod turns;
+
+pub(crate) use archive::archive_finished;
+pub(crate) use blocks::pack_live;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use crate::backend::{Answer, Backend, begin};
-use crate::{
-    Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Listener, Loaded, MatchFilter,
-    MatchId, MatchRecord, MatchUpdate, NewEvent, NewMatch, PackSweep, PlayerFilter, Reminder,
-    Snapshot, StoreError, StoreOptions, StoredEvent, TurnRecord, Webhook,
-};
+use crate::backend::{Answer, begin};
+use crate::{Listener, MatchId, StoreError, StoreOptions};
 pub use batch::GroupCommit;
 
 use batch::Batcher;
@@ -125,7 +124,7 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Pg, Sto
         // that died fails its query (UNAVAILABLE) and is closed, not returned to the pool; the
         // ones idle when it failed are pinged before their next use.
         .test_before_acquire(false)
-        .before_acquire(|conn, meta| Box::pin(liveness::check(conn, meta)))
+        .before_acquire(|conn, meta| Box::pin(crate::liveness::check(conn, meta)))
         .connect_with(connect.clone())
         .await
         .map_err(db)?;
@@ -226,193 +225,52 @@ fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
-impl Backend for Pg {
-    const NAME: &'static str = "postgres";
+/// The backend's name, as [`crate::Store::backend_name`] gives it.
+pub(crate) const NAME: &str = "postgres";
 
-    async fn ping(&self) -> Answer<()> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map(drop)
-            .map_err(db)
+/// A backend is its pool to the operations that need nothing else of it.
+impl std::ops::Deref for Pg {
+    type Target = PgPool;
+
+    fn deref(&self) -> &PgPool {
+        &self.pool
     }
+}
 
-    async fn create_match(&self, m: &NewMatch, events: &[StoredEvent]) -> Answer<()> {
-        matches::create(self, m, events).await
-    }
-
-    async fn open_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
-        self.reads
-            .run(async |conn| matches::open_by_creator(conn, creator, limit).await)
-            .await
-    }
-
-    async fn creator(&self, id: MatchId) -> Answer<Option<String>> {
-        matches::creator(&self.pool, id).await
-    }
-
-    async fn open_idle_since(&self, before: DateTime<Utc>, limit: u32) -> Answer<Vec<MatchId>> {
-        matches::open_idle_since(&self.pool, before, limit).await
-    }
-
-    async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {
-        self.reads
-            .run(async |conn| matches::read(conn, id).await)
-            .await
-    }
-
-    async fn seed(&self, id: MatchId) -> Answer<[u8; 32]> {
-        matches::seed(&self.pool, id).await
-    }
-
-    async fn list_matches(&self, filter: &MatchFilter) -> Answer<Vec<MatchRecord>> {
-        matches::list(&self.pool, filter).await
-    }
-
-    async fn player_matches(&self, filter: &PlayerFilter) -> Answer<Vec<MatchRecord>> {
-        matches::of_player(&self.pool, filter).await
-    }
-
-    async fn server_key(&self, name: &str, candidate: [u8; 32]) -> Answer<Vec<u8>> {
-        sqlx::query(
-            "INSERT INTO server_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-        )
-        .bind(name)
-        .bind(candidate.as_slice())
-        .execute(&self.pool)
+pub(crate) async fn ping(pool: &PgPool) -> Answer<()> {
+    sqlx::query("SELECT 1")
+        .execute(pool)
         .await
-        .map_err(db)?;
-        sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
-            .bind(name)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)
-    }
+        .map(drop)
+        .map_err(db)
+}
 
-    async fn append(
-        &self,
-        id: MatchId,
-        expected: u64,
-        events: Vec<NewEvent>,
-        update: &MatchUpdate,
-    ) -> Answer<Appended> {
-        events::append(self, id, expected, events, update).await
-    }
+pub(crate) async fn server_key(pool: &PgPool, name: &str, candidate: [u8; 32]) -> Answer<Vec<u8>> {
+    sqlx::query(
+        "INSERT INTO server_keys (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+    )
+    .bind(name)
+    .bind(candidate.as_slice())
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    sqlx::query_scalar("SELECT key FROM server_keys WHERE name = $1")
+        .bind(name)
+        .fetch_one(pool)
+        .await
+        .map_err(db)
+}
 
-    async fn read_events(&self, id: MatchId, after: u64, limit: u32) -> Answer<Vec<StoredEvent>> {
-        self.reads
-            .run(async |conn| events::read(conn, id, after, limit).await)
-            .await
-    }
+pub(crate) fn group_commit(pg: &Pg) -> Option<GroupCommit> {
+    pg.batcher.groups().then(|| pg.batcher.counts())
+}
 
-    async fn load(&self, id: MatchId, rules_version: u32) -> Answer<Loaded> {
-        events::load(self, id, rules_version).await
-    }
-
-    async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Answer<()> {
-        events::put_snapshot(&self.pool, id, snapshot).await
-    }
-
-    async fn claim_turns(
-        &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Answer<Vec<TurnRecord>> {
-        turns::claim(&self.pool, now, lease_until, limit).await
-    }
-
-    async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Answer<bool> {
-        turns::drop(&self.pool, id, seat, version).await
-    }
-
-    async fn queue_reminders(
-        &self,
-        now: DateTime<Utc>,
-        limit: u32,
-        body: &(dyn Fn(&Reminder) -> String + Sync),
-    ) -> Answer<u32> {
-        turns::remind(&self.pool, now, limit, body).await
-    }
-
-    async fn turns(&self, id: MatchId) -> Answer<Vec<TurnRecord>> {
-        turns::list(&self.pool, id).await
-    }
-
-    async fn set_webhook(
-        &self,
-        id: MatchId,
-        seat: u8,
-        url: &str,
-        secret: [u8; 32],
-        now: DateTime<Utc>,
-    ) -> Answer<()> {
-        outbox::set_webhook(&self.pool, id, seat, url, secret, now).await
-    }
-
-    async fn remove_webhook(&self, id: MatchId, seat: u8) -> Answer<bool> {
-        outbox::remove_webhook(&self.pool, id, seat).await
-    }
-
-    async fn webhook(&self, id: MatchId, seat: u8) -> Answer<Option<Webhook>> {
-        outbox::webhook(&self.pool, id, seat).await
-    }
-
-    async fn claim_deliveries(
-        &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Answer<Vec<Delivery>> {
-        outbox::claim(&self.pool, now, lease_until, limit).await
-    }
-
-    async fn defer_deliveries(
-        &self,
-        keys: &[DeliveryKey],
-        lease_until: DateTime<Utc>,
-        due_at: DateTime<Utc>,
-    ) -> Answer<u64> {
-        outbox::defer(&self.pool, keys, lease_until, due_at).await
-    }
-
-    async fn record_delivery(
-        &self,
-        key: DeliveryKey,
-        attempt: &Attempt,
-        now: DateTime<Utc>,
-    ) -> Answer<()> {
-        outbox::record(&self.pool, key, attempt, now).await
-    }
-
-    async fn deliveries(
-        &self,
-        id: MatchId,
-        seat: Option<u8>,
-        limit: u32,
-    ) -> Answer<Vec<DeliveryRecord>> {
-        outbox::list(&self.pool, id, seat, limit).await
-    }
-
-    async fn archive_finished(&self, ended_before: DateTime<Utc>, limit: u32) -> Answer<u32> {
-        archive::archive_finished(&self.pool, ended_before, limit).await
-    }
-
-    async fn pack_live(&self, after: Option<MatchId>, limit: u32) -> Answer<PackSweep> {
-        blocks::pack_live(&self.pool, after, limit).await
-    }
-
-    fn group_commit(&self) -> Option<GroupCommit> {
-        self.batcher.groups().then(|| self.batcher.counts())
-    }
-
-    fn listener(&self, options: &StoreOptions) -> Option<Listener> {
-        options.notify.then(|| {
-            Listener::new(
-                &self.pool.connect_options(),
-                options.acquire_timeout,
-                &self.listener_name,
-            )
-        })
-    }
+pub(crate) fn listener(pg: &Pg, options: &StoreOptions) -> Option<Listener> {
+    options.notify.then(|| {
+        Listener::new(
+            &pg.pool.connect_options(),
+            options.acquire_timeout,
+            &pg.listener_name,
+        )
+    })
 }

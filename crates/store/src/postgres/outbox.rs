@@ -17,7 +17,7 @@ use crate::{
     Attempt, Delivery, DeliveryKey, DeliveryRecord, MatchId, REMOVED, StoreError, Webhook,
 };
 
-pub(super) async fn set_webhook(
+pub(crate) async fn set_webhook(
     pool: &PgPool,
     id: MatchId,
     seat: u8,
@@ -42,7 +42,7 @@ pub(super) async fn set_webhook(
     .map_err(db)
 }
 
-pub(super) async fn remove_webhook(
+pub(crate) async fn remove_webhook(
     pool: &PgPool,
     id: MatchId,
     seat: u8,
@@ -66,7 +66,7 @@ pub(super) async fn remove_webhook(
     Ok(removed > 0)
 }
 
-pub(super) async fn webhook(
+pub(crate) async fn webhook(
     pool: &PgPool,
     id: MatchId,
     seat: u8,
@@ -98,7 +98,7 @@ const CLAIM_ONE: &str = "WITH w AS (
         (SELECT secret FROM w) AS secret
     FROM c";
 
-pub(super) async fn claim(
+pub(crate) async fn claim(
     pool: &PgPool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
@@ -141,7 +141,7 @@ pub(super) async fn claim(
 
 /// Puts claimed rows back, due at `due_at`, if they are still under the lease `lease_until`:
 /// one statement per row, each about its match.
-pub(super) async fn defer(
+pub(crate) async fn defer(
     pool: &PgPool,
     keys: &[DeliveryKey],
     lease_until: DateTime<Utc>,
@@ -165,7 +165,7 @@ pub(super) async fn defer(
     Ok(deferred)
 }
 
-pub(super) async fn record(
+pub(crate) async fn record(
     pool: &PgPool,
     key: DeliveryKey,
     attempt: &Attempt,
@@ -185,7 +185,7 @@ pub(super) async fn record(
     .map_err(db)
 }
 
-pub(super) async fn list(
+pub(crate) async fn list(
     pool: &PgPool,
     id: MatchId,
     seat: Option<u8>,

@@ -85,8 +85,8 @@ async fn replace_turns(
     upsert_turns(conn, id, version, turns).await
 }
 
-/// Writes `turns` as awaited at `version`; a seat that stays awaited keeps its due time and
-/// reminder (or, once sent, none), and a new version frees the lease.
+/// Writes `turns` as awaited at `version`; a turn whose due time stays keeps its reminder (or,
+/// once sent, none), and a new version frees the lease.
 async fn upsert_turns(
     conn: &mut PgConnection,
     id: MatchId,
@@ -96,22 +96,15 @@ async fn upsert_turns(
     if turns.is_empty() {
         return Ok(());
     }
-    let continuing: Vec<i16> = turns
-        .iter()
-        .filter(|t| t.continues)
-        .map(|t| i16::from(t.seat))
-        .collect();
     let sql = format!(
         "INSERT INTO turns (match_id, version, seat, due_at, bot, remind_at) VALUES {}
         ON CONFLICT (match_id, seat) DO UPDATE SET version = EXCLUDED.version,
-            bot = EXCLUDED.bot, lease_until = NULL,
-            due_at = CASE WHEN EXCLUDED.seat = ANY($2::smallint[]) THEN turns.due_at
-                ELSE EXCLUDED.due_at END,
-            remind_at = CASE WHEN EXCLUDED.seat = ANY($2::smallint[]) THEN turns.remind_at
+            bot = EXCLUDED.bot, lease_until = NULL, due_at = EXCLUDED.due_at,
+            remind_at = CASE WHEN turns.due_at = EXCLUDED.due_at THEN turns.remind_at
                 ELSE EXCLUDED.remind_at END",
-        rows(4, &["", "", "", ""], turns.len()).replace("$1::uuid", "$1::uuid, $3")
+        rows(3, &["", "", "", ""], turns.len()).replace("$1::uuid", "$1::uuid, $2")
     );
-    let mut query = sqlx::query(&sql).bind(id).bind(continuing).bind(version);
+    let mut query = sqlx::query(&sql).bind(id).bind(version);
     for t in turns {
         query = query
             .bind(i16::from(t.seat))
@@ -213,8 +206,8 @@ pub(super) async fn append(
             WHERE seats.match_id = $1::uuid AND seats.seat = s.seat",
         )
         .bind(id)
-        .params(super::matches::SeatColumns::new(&update.seats))
-        .bind(super::matches::SeatColumns::accounts(&update.seats))
+        .params(super::columns::SeatColumns::new(&update.seats))
+        .bind(super::columns::SeatColumns::accounts(&update.seats))
         .execute(&mut *tx)
         .await?;
     }
@@ -267,7 +260,7 @@ pub(super) async fn create(
 ) -> Result<(), sqlx::Error> {
     let mut tx = conn.begin().await?;
     let values = MatchValues::new(m, events).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
-    sqlx::query(super::matches::INSERT_MATCH)
+    sqlx::query(super::columns::INSERT_MATCH)
         .params(values)
         .bind(m.creator.as_deref())
         .execute(&mut *tx)

@@ -20,15 +20,13 @@ const COLUMNS: &str =
     "match_id::text AS match_id, seat, version, due_at, remind_at, bot, lease_until";
 
 /// Pending turns to write, one array per column
-/// (`smallint[], timestamptz[], text[], timestamptz[], smallint[]`).
+/// (`smallint[], timestamptz[], text[], timestamptz[]`).
 #[derive(Debug, Default)]
 pub(super) struct TurnColumns {
     seat: Vec<i16>,
     due_at: Vec<Time>,
     bot: Vec<Option<String>>,
     remind_at: Vec<Option<Time>>,
-    /// The seats whose stored due time stands.
-    continuing: Vec<i16>,
 }
 
 impl TurnColumns {
@@ -39,9 +37,6 @@ impl TurnColumns {
             c.due_at.push(t.due_at.into());
             c.bot.push(t.bot.clone());
             c.remind_at.push(t.remind_at.map(Time::from));
-            if t.continues {
-                c.continuing.push(i16::from(t.seat));
-            }
         }
         c
     }
@@ -54,7 +49,6 @@ impl Params<Postgres> for TurnColumns {
             .value(self.due_at)
             .value(self.bot)
             .value(self.remind_at)
-            .value(self.continuing)
     }
 }
 
@@ -87,7 +81,7 @@ const CLAIM: &str = "UPDATE turns SET lease_until = $2
         AND due_at <= $1 AND (lease_until IS NULL OR lease_until < $1)
     RETURNING match_id::text AS match_id, seat, version, due_at, remind_at, bot, lease_until";
 
-pub(super) async fn claim(
+pub(crate) async fn claim(
     pool: &PgPool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
@@ -171,7 +165,7 @@ async fn due_turns(
     Ok(due)
 }
 
-pub(super) async fn drop(
+pub(crate) async fn drop(
     pool: &PgPool,
     id: MatchId,
     seat: u8,
@@ -188,7 +182,7 @@ pub(super) async fn drop(
     Ok(result.rows_affected() > 0)
 }
 
-pub(super) async fn list(pool: &PgPool, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
+pub(crate) async fn list(pool: &PgPool, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
     let rows: Vec<TurnRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM turns WHERE match_id = $1::uuid ORDER BY seat"
     ))
@@ -209,7 +203,7 @@ const TAKE_REMINDER: &str = "WITH t AS (
     SELECT t.match_id::text AS match_id, t.seat, t.version, t.due_at, $3 AS remind_at, w.url
     FROM t LEFT JOIN webhooks w ON w.match_id = $1 AND w.seat = $2";
 
-pub(super) async fn remind(
+pub(crate) async fn remind(
     pool: &PgPool,
     now: DateTime<Utc>,
     limit: u32,

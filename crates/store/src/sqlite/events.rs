@@ -7,36 +7,13 @@ use sqlx::{SqliteConnection, SqlitePool};
 
 use super::db;
 use crate::backend::begin;
-use crate::rows::{Binds, EventRow, EventValues, HeadRow, SnapshotRow, Time, to_i64};
+use crate::rows::{EventRow, HeadRow, SnapshotRow, Time, to_i64};
 use crate::{
     Appended, Loaded, MatchId, MatchUpdate, NewEvent, Snapshot, StoreError, StoredEvent,
-    canonical_json, chain, first_request,
+    canonical_json, chain,
 };
 
 const EVENT_COLUMNS: &str = "seq, kind, actor, request_id, payload, at, prev_hash, hash";
-
-/// Inserts a request's events inside an open transaction; the first carries the seq of the
-/// last (`request_last`), the request index's row.
-pub(super) async fn insert(
-    conn: &mut SqliteConnection,
-    events: &[StoredEvent],
-) -> Result<(), StoreError> {
-    let request_last = first_request(events)
-        .map(|_| to_i64(events.last().map_or(0, |e| e.seq)))
-        .transpose()?;
-    for (i, ev) in events.iter().enumerate() {
-        sqlx::query(
-            "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
-                 prev_hash, hash)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )
-        .params(EventValues::new(ev, request_last.filter(|_| i == 0)))
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    }
-    Ok(())
-}
 
 async fn events_between(
     conn: &mut SqliteConnection,
@@ -59,7 +36,7 @@ async fn events_between(
     rows.into_iter().map(|r| r.into_event(id, None)).collect()
 }
 
-pub(super) async fn append(
+pub(crate) async fn append(
     pool: &SqlitePool,
     id: MatchId,
     expected: u64,
@@ -114,7 +91,7 @@ pub(super) async fn append(
     .execute(&mut *tx)
     .await
     .map_err(db)?;
-    insert(&mut tx, &stored).await?;
+    super::insert_events(&mut tx, &stored).await?;
     for seat in &update.seats {
         sqlx::query(
             "UPDATE seats SET player = ?, token_hash = ?, bot = ?, account = ?
@@ -163,7 +140,7 @@ pub(super) async fn append(
     })
 }
 
-pub(super) async fn read(
+pub(crate) async fn read(
     pool: &SqlitePool,
     id: MatchId,
     after: u64,
@@ -178,7 +155,7 @@ pub(super) async fn read(
     Ok(events)
 }
 
-pub(super) async fn load(
+pub(crate) async fn load(
     pool: &SqlitePool,
     id: MatchId,
     rules_version: u32,
@@ -222,7 +199,7 @@ pub(super) async fn load(
     })
 }
 
-pub(super) async fn put_snapshot(
+pub(crate) async fn put_snapshot(
     pool: &SqlitePool,
     id: MatchId,
     snapshot: &Snapshot,

@@ -11,7 +11,7 @@ const MATCH_COLUMNS: &str = "match_id, kind, config, rules_version, seat_count, 
     seed_hash, turn_timeout_secs, turn_reminder_secs, created_at, updated_at, version";
 const SEAT_COLUMNS: &str = "match_id, seat, player, token_hash, bot, account, invited";
 
-pub(super) async fn create(
+pub(crate) async fn create(
     pool: &SqlitePool,
     m: &NewMatch,
     events: &[StoredEvent],
@@ -53,7 +53,7 @@ pub(super) async fn create(
         .await
         .map_err(db)?;
     }
-    super::events::insert(&mut tx, events).await?;
+    super::insert_events(&mut tx, events).await?;
     if let Some(turns) = &m.start.turns {
         let version = events.last().map_or(0, |e| e.seq);
         super::turns::replace(&mut tx, &id, version, turns).await?;
@@ -64,7 +64,7 @@ pub(super) async fn create(
 /// How many of `creator`'s matches are open, counting no further than `limit` (through the
 /// partial index `matches_creator_open`, whose condition the statement spells out as written:
 /// SQLite uses a partial index only for a query whose terms name its condition).
-pub(super) async fn open_by_creator(
+pub(crate) async fn open_by_creator(
     pool: &SqlitePool,
     creator: &str,
     limit: u32,
@@ -81,7 +81,7 @@ pub(super) async fn open_by_creator(
     Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
-pub(super) async fn creator(pool: &SqlitePool, id: MatchId) -> Result<Option<String>, StoreError> {
+pub(crate) async fn creator(pool: &SqlitePool, id: MatchId) -> Result<Option<String>, StoreError> {
     let row: Option<(Option<String>,)> =
         sqlx::query_as("SELECT creator FROM matches WHERE match_id = ?")
             .bind(id.to_string())
@@ -94,7 +94,7 @@ pub(super) async fn creator(pool: &SqlitePool, id: MatchId) -> Result<Option<Str
 /// Open matches last changed at or before `before`, the longest idle first (through the partial
 /// index `matches_open_idle`). `updated_at` is RFC 3339 text in UTC, written with the same
 /// formatting every time, which sorts as the times do.
-pub(super) async fn open_idle_since(
+pub(crate) async fn open_idle_since(
     pool: &SqlitePool,
     before: chrono::DateTime<chrono::Utc>,
     limit: u32,
@@ -138,12 +138,12 @@ pub(super) async fn read(
     row.into_record(&seats)
 }
 
-pub(super) async fn get(pool: &SqlitePool, id: MatchId) -> Result<MatchRecord, StoreError> {
+pub(crate) async fn get(pool: &SqlitePool, id: MatchId) -> Result<MatchRecord, StoreError> {
     let mut conn = pool.acquire().await.map_err(db)?;
     read(&mut conn, id).await
 }
 
-pub(super) async fn seed(pool: &SqlitePool, id: MatchId) -> Result<[u8; 32], StoreError> {
+pub(crate) async fn seed(pool: &SqlitePool, id: MatchId) -> Result<[u8; 32], StoreError> {
     let seed: Option<Vec<u8>> = sqlx::query_scalar("SELECT seed FROM matches WHERE match_id = ?")
         .bind(id.to_string())
         .fetch_optional(pool)
@@ -152,7 +152,7 @@ pub(super) async fn seed(pool: &SqlitePool, id: MatchId) -> Result<[u8; 32], Sto
     hash32(&seed.ok_or(StoreError::NotFound(id))?, "seed")
 }
 
-pub(super) async fn list(
+pub(crate) async fn list(
     pool: &SqlitePool,
     filter: &MatchFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {
@@ -178,7 +178,7 @@ pub(super) async fn list(
 /// The matches the account holds a seat in (through `seats_account`), newest activity first.
 /// `updated_at` is RFC 3339 text in UTC, written with the same formatting every time, which
 /// sorts as the times do.
-pub(super) async fn of_player(
+pub(crate) async fn of_player(
     pool: &SqlitePool,
     filter: &PlayerFilter,
 ) -> Result<Vec<MatchRecord>, StoreError> {

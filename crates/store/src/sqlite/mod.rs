@@ -10,23 +10,22 @@
 //!
 //! The files mirror [`crate::postgres`]'s: `matches.rs`, `events.rs`, `turns.rs`, `outbox.rs`.
 
-mod events;
-mod matches;
-mod outbox;
-mod turns;
+pub(crate) mod events;
+pub(crate) mod matches;
+pub(crate) mod outbox;
+pub(crate) mod turns;
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::{SqliteConnection, SqlitePool};
 
-use crate::backend::{Answer, Backend};
+use crate::backend::Answer;
+use crate::rows::{Binds, EventValues, to_i64};
 use crate::{
-    Appended, Attempt, Delivery, DeliveryKey, DeliveryRecord, Loaded, MatchFilter, MatchId,
-    MatchRecord, MatchUpdate, NewEvent, NewMatch, PlayerFilter, Reminder, Snapshot, StoreError,
-    StoreOptions, StoredEvent, TurnRecord, Webhook,
+    GroupCommit, Listener, MatchId, PackSweep, StoreError, StoreOptions, StoredEvent, first_request,
 };
 
 /// How long a writer waits for the write lock before giving up with `Unavailable`.
@@ -68,165 +67,94 @@ pub(crate) async fn connect(url: &str, options: &StoreOptions) -> Result<Sqlite,
     Ok(Sqlite { pool })
 }
 
-impl Backend for Sqlite {
-    const NAME: &'static str = "sqlite";
-
-    async fn ping(&self) -> Answer<()> {
-        sqlx::query("SELECT 1")
-            .execute(&self.pool)
-            .await
-            .map(drop)
-            .map_err(db)
-    }
-
-    async fn create_match(&self, m: &NewMatch, events: &[StoredEvent]) -> Answer<()> {
-        matches::create(&self.pool, m, events).await
-    }
-
-    async fn open_by_creator(&self, creator: &str, limit: u32) -> Answer<u32> {
-        matches::open_by_creator(&self.pool, creator, limit).await
-    }
-
-    async fn creator(&self, id: MatchId) -> Answer<Option<String>> {
-        matches::creator(&self.pool, id).await
-    }
-
-    async fn open_idle_since(&self, before: DateTime<Utc>, limit: u32) -> Answer<Vec<MatchId>> {
-        matches::open_idle_since(&self.pool, before, limit).await
-    }
-
-    async fn get_match(&self, id: MatchId) -> Answer<MatchRecord> {
-        matches::get(&self.pool, id).await
-    }
-
-    async fn seed(&self, id: MatchId) -> Answer<[u8; 32]> {
-        matches::seed(&self.pool, id).await
-    }
-
-    async fn list_matches(&self, filter: &MatchFilter) -> Answer<Vec<MatchRecord>> {
-        matches::list(&self.pool, filter).await
-    }
-
-    async fn player_matches(&self, filter: &PlayerFilter) -> Answer<Vec<MatchRecord>> {
-        matches::of_player(&self.pool, filter).await
-    }
-
-    async fn server_key(&self, name: &str, candidate: [u8; 32]) -> Answer<Vec<u8>> {
+/// Inserts a request's events inside an open transaction; the first carries the seq of the
+/// last (`request_last`), the request index's row. A creation (`matches.rs`) and an append
+/// (`events.rs`) both write events with it.
+async fn insert_events(
+    conn: &mut SqliteConnection,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let request_last = first_request(events)
+        .map(|_| to_i64(events.last().map_or(0, |e| e.seq)))
+        .transpose()?;
+    for (i, ev) in events.iter().enumerate() {
         sqlx::query(
-            "INSERT INTO server_keys (name, key) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+            "INSERT INTO events (match_id, seq, kind, actor, request_id, request_last, payload, at,
+                 prev_hash, hash)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )
-        .bind(name)
-        .bind(candidate.as_slice())
-        .execute(&self.pool)
+        .params(EventValues::new(ev, request_last.filter(|_| i == 0)))
+        .execute(&mut *conn)
         .await
         .map_err(db)?;
-        sqlx::query_scalar("SELECT key FROM server_keys WHERE name = ?1")
-            .bind(name)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db)
     }
+    Ok(())
+}
 
-    async fn append(
-        &self,
-        id: MatchId,
-        expected: u64,
-        events: Vec<NewEvent>,
-        update: &MatchUpdate,
-    ) -> Answer<Appended> {
-        events::append(&self.pool, id, expected, events, update).await
-    }
+/// The backend's name, as [`crate::Store::backend_name`] gives it.
+pub(crate) const NAME: &str = "sqlite";
 
-    async fn read_events(&self, id: MatchId, after: u64, limit: u32) -> Answer<Vec<StoredEvent>> {
-        events::read(&self.pool, id, after, limit).await
-    }
+/// A backend is its pool to the operations that need nothing else of it.
+impl std::ops::Deref for Sqlite {
+    type Target = SqlitePool;
 
-    async fn load(&self, id: MatchId, rules_version: u32) -> Answer<Loaded> {
-        events::load(&self.pool, id, rules_version).await
+    fn deref(&self) -> &SqlitePool {
+        &self.pool
     }
+}
 
-    async fn put_snapshot(&self, id: MatchId, snapshot: &Snapshot) -> Answer<()> {
-        events::put_snapshot(&self.pool, id, snapshot).await
-    }
+pub(crate) async fn ping(pool: &SqlitePool) -> Answer<()> {
+    sqlx::query("SELECT 1")
+        .execute(pool)
+        .await
+        .map(drop)
+        .map_err(db)
+}
 
-    async fn claim_turns(
-        &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Answer<Vec<TurnRecord>> {
-        turns::claim(&self.pool, now, lease_until, limit).await
-    }
+pub(crate) async fn server_key(
+    pool: &SqlitePool,
+    name: &str,
+    candidate: [u8; 32],
+) -> Answer<Vec<u8>> {
+    sqlx::query(
+        "INSERT INTO server_keys (name, key) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+    )
+    .bind(name)
+    .bind(candidate.as_slice())
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    sqlx::query_scalar("SELECT key FROM server_keys WHERE name = ?1")
+        .bind(name)
+        .fetch_one(pool)
+        .await
+        .map_err(db)
+}
 
-    async fn drop_turn(&self, id: MatchId, seat: u8, version: u64) -> Answer<bool> {
-        turns::drop(&self.pool, id, seat, version).await
-    }
+/// Every event stays a row here: nothing is archived.
+pub(crate) async fn archive_finished(
+    _: &SqlitePool,
+    _ended_before: DateTime<Utc>,
+    _limit: u32,
+) -> Answer<u32> {
+    Ok(0)
+}
 
-    async fn queue_reminders(
-        &self,
-        now: DateTime<Utc>,
-        limit: u32,
-        body: &(dyn Fn(&Reminder) -> String + Sync),
-    ) -> Answer<u32> {
-        turns::remind(&self.pool, now, limit, body).await
-    }
+/// Every event stays a row here: nothing is packed, and no match is looked at.
+pub(crate) async fn pack_live(
+    _: &SqlitePool,
+    _after: Option<MatchId>,
+    _limit: u32,
+) -> Answer<PackSweep> {
+    Ok(PackSweep::default())
+}
 
-    async fn turns(&self, id: MatchId) -> Answer<Vec<TurnRecord>> {
-        turns::list(&self.pool, id).await
-    }
+/// Each append is its own transaction: there is no group commit.
+pub(crate) fn group_commit(_: &Sqlite) -> Option<GroupCommit> {
+    None
+}
 
-    async fn set_webhook(
-        &self,
-        id: MatchId,
-        seat: u8,
-        url: &str,
-        secret: [u8; 32],
-        now: DateTime<Utc>,
-    ) -> Answer<()> {
-        outbox::set_webhook(&self.pool, id, seat, url, secret, now).await
-    }
-
-    async fn remove_webhook(&self, id: MatchId, seat: u8) -> Answer<bool> {
-        outbox::remove_webhook(&self.pool, id, seat).await
-    }
-
-    async fn webhook(&self, id: MatchId, seat: u8) -> Answer<Option<Webhook>> {
-        outbox::webhook(&self.pool, id, seat).await
-    }
-
-    async fn claim_deliveries(
-        &self,
-        now: DateTime<Utc>,
-        lease_until: DateTime<Utc>,
-        limit: u32,
-    ) -> Answer<Vec<Delivery>> {
-        outbox::claim(&self.pool, now, lease_until, limit).await
-    }
-
-    async fn defer_deliveries(
-        &self,
-        keys: &[DeliveryKey],
-        lease_until: DateTime<Utc>,
-        due_at: DateTime<Utc>,
-    ) -> Answer<u64> {
-        outbox::defer(&self.pool, keys, lease_until, due_at).await
-    }
-
-    async fn record_delivery(
-        &self,
-        key: DeliveryKey,
-        attempt: &Attempt,
-        now: DateTime<Utc>,
-    ) -> Answer<()> {
-        outbox::record(&self.pool, key, attempt, now).await
-    }
-
-    async fn deliveries(
-        &self,
-        id: MatchId,
-        seat: Option<u8>,
-        limit: u32,
-    ) -> Answer<Vec<DeliveryRecord>> {
-        outbox::list(&self.pool, id, seat, limit).await
-    }
+/// One process holds the file: there is nobody to announce appends to.
+pub(crate) fn listener(_: &Sqlite, _: &StoreOptions) -> Option<Listener> {
+    None
 }

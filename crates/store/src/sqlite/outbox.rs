@@ -14,7 +14,7 @@ use crate::{
     Attempt, Delivery, DeliveryKey, DeliveryRecord, MatchId, REMOVED, StoreError, Webhook,
 };
 
-pub(super) async fn set_webhook(
+pub(crate) async fn set_webhook(
     pool: &SqlitePool,
     id: MatchId,
     seat: u8,
@@ -39,7 +39,7 @@ pub(super) async fn set_webhook(
     .map_err(db)
 }
 
-pub(super) async fn remove_webhook(
+pub(crate) async fn remove_webhook(
     pool: &SqlitePool,
     id: MatchId,
     seat: u8,
@@ -66,7 +66,7 @@ pub(super) async fn remove_webhook(
     Ok(removed > 0)
 }
 
-pub(super) async fn webhook(
+pub(crate) async fn webhook(
     pool: &SqlitePool,
     id: MatchId,
     seat: u8,
@@ -83,7 +83,7 @@ pub(super) async fn webhook(
     row.map(WebhookRow::into_webhook).transpose()
 }
 
-pub(super) async fn claim(
+pub(crate) async fn claim(
     pool: &SqlitePool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
@@ -123,7 +123,7 @@ pub(super) async fn claim(
     rows.into_iter().map(ClaimRow::into_delivery).collect()
 }
 
-pub(super) async fn defer(
+pub(crate) async fn defer(
     pool: &SqlitePool,
     keys: &[DeliveryKey],
     lease_until: DateTime<Utc>,
@@ -149,7 +149,7 @@ pub(super) async fn defer(
     Ok(deferred)
 }
 
-pub(super) async fn record(
+pub(crate) async fn record(
     pool: &SqlitePool,
     key: DeliveryKey,
     attempt: &Attempt,
@@ -168,7 +168,7 @@ pub(super) async fn record(
     .map_err(db)
 }
 
-pub(super) async fn list(
+pub(crate) async fn list(
     pool: &SqlitePool,
     id: MatchId,
     seat: Option<u8>,

@@ -14,7 +14,7 @@ use crate::{MatchId, PendingTurn, Reminder, StoreError, TurnRecord};
 
 const COLUMNS: &str = "match_id, seat, version, due_at, remind_at, bot, lease_until";
 
-/// One pending turn to upsert, `?1` to `?7` of [`replace`]'s statement.
+/// One pending turn to upsert, `?1` to `?6` of [`replace`]'s statement.
 #[derive(Debug)]
 struct TurnValues {
     match_id: String,
@@ -23,8 +23,6 @@ struct TurnValues {
     due_at: Time,
     bot: Option<String>,
     remind_at: Option<Time>,
-    /// The stored due time and reminder stand.
-    continues: bool,
 }
 
 impl Params<Sqlite> for TurnValues {
@@ -36,7 +34,6 @@ impl Params<Sqlite> for TurnValues {
             .value(self.due_at)
             .value(self.bot)
             .value(self.remind_at)
-            .value(self.continues)
     }
 }
 
@@ -63,9 +60,9 @@ pub(super) async fn replace(
             "INSERT INTO turns (match_id, seat, version, due_at, bot, remind_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (match_id, seat) DO UPDATE SET version = excluded.version,
-                 bot = excluded.bot, lease_until = NULL,
-                 due_at = CASE WHEN ?7 THEN turns.due_at ELSE excluded.due_at END,
-                 remind_at = CASE WHEN ?7 THEN turns.remind_at ELSE excluded.remind_at END",
+                 bot = excluded.bot, lease_until = NULL, due_at = excluded.due_at,
+                 remind_at = CASE WHEN turns.due_at = excluded.due_at THEN turns.remind_at
+                     ELSE excluded.remind_at END",
         )
         .params(TurnValues {
             match_id: id.to_owned(),
@@ -74,7 +71,6 @@ pub(super) async fn replace(
             due_at: t.due_at.into(),
             bot: t.bot.clone(),
             remind_at: t.remind_at.map(Time::from),
-            continues: t.continues,
         })
         .execute(&mut *conn)
         .await
@@ -83,7 +79,7 @@ pub(super) async fn replace(
     Ok(())
 }
 
-pub(super) async fn claim(
+pub(crate) async fn claim(
     pool: &SqlitePool,
     now: DateTime<Utc>,
     lease_until: DateTime<Utc>,
@@ -113,7 +109,7 @@ pub(super) async fn claim(
     Ok(turns)
 }
 
-pub(super) async fn drop(
+pub(crate) async fn drop(
     pool: &SqlitePool,
     id: MatchId,
     seat: u8,
@@ -129,7 +125,7 @@ pub(super) async fn drop(
     Ok(result.rows_affected() > 0)
 }
 
-pub(super) async fn list(pool: &SqlitePool, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
+pub(crate) async fn list(pool: &SqlitePool, id: MatchId) -> Result<Vec<TurnRecord>, StoreError> {
     let rows: Vec<TurnRow> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM turns WHERE match_id = ? ORDER BY seat"
     ))
@@ -140,7 +136,7 @@ pub(super) async fn list(pool: &SqlitePool, id: MatchId) -> Result<Vec<TurnRecor
     rows.into_iter().map(TurnRow::into_record).collect()
 }
 
-pub(super) async fn remind(
+pub(crate) async fn remind(
     pool: &SqlitePool,
     now: DateTime<Utc>,
     limit: u32,

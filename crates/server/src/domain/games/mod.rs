@@ -180,6 +180,9 @@ pub trait MatchState: Send + Sync + Debug {
         seat: Seat,
         action: &AnyAction,
     ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal>;
+    /// [`MatchState::apply`] for a replay, which needs only the state: the same state and
+    /// refusals, and no observation built (see [`missive_rules::Game::replay`]).
+    fn replay(&mut self, seat: Seat, action: &AnyAction) -> Result<(), Refusal>;
     /// What setup told the table; see [`missive_rules::Game::setup_observations`].
     fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>>;
     fn awaiting(&self) -> SeatSet;
@@ -349,6 +352,30 @@ fn observations_to_proto<G: ProtoGame>(
         .collect()
 }
 
+/// A game's own action in `action`, or the refusal of an action of another game.
+fn own_action<G: ProtoGame>(action: &AnyAction) -> Result<&G::Action, Refusal> {
+    G::unwrap(action).ok_or_else(|| Refusal {
+        rule: "malformed-action",
+        message: "this is not an action of this game".into(),
+    })
+}
+
+/// The refusal the rules' error `e` makes.
+fn refusal<E: GameError>(e: E) -> Refusal {
+    Refusal {
+        rule: e.code(),
+        message: e.to_string(),
+    }
+}
+
+/// The refusal of any action before the deal.
+fn not_started() -> Refusal {
+    Refusal {
+        rule: "match-not-started",
+        message: "the match starts when every seat is taken".into(),
+    }
+}
+
 impl<G: ProtoGame> MatchState for State<G> {
     fn boxed_clone(&self) -> Box<dyn MatchState> {
         Box::new(self.clone())
@@ -359,15 +386,17 @@ impl<G: ProtoGame> MatchState for State<G> {
         seat: Seat,
         action: &AnyAction,
     ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
-        let action = G::unwrap(action).ok_or_else(|| Refusal {
-            rule: "malformed-action",
-            message: "this is not an action of this game".into(),
-        })?;
-        let observations = self.0.apply(seat, action).map_err(|e| Refusal {
-            rule: e.code(),
-            message: e.to_string(),
-        })?;
+        let observations = self
+            .0
+            .apply(seat, own_action::<G>(action)?)
+            .map_err(refusal)?;
         Ok(observations_to_proto::<G>(&observations))
+    }
+
+    fn replay(&mut self, seat: Seat, action: &AnyAction) -> Result<(), Refusal> {
+        self.0
+            .replay(seat, own_action::<G>(action)?)
+            .map_err(refusal)
     }
 
     fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>> {
@@ -431,10 +460,11 @@ impl MatchState for NotDealt {
         _: Seat,
         _: &AnyAction,
     ) -> Result<Vec<Observation<pb::GameEvent>>, Refusal> {
-        Err(Refusal {
-            rule: "match-not-started",
-            message: "the match starts when every seat is taken".into(),
-        })
+        Err(not_started())
+    }
+
+    fn replay(&mut self, _: Seat, _: &AnyAction) -> Result<(), Refusal> {
+        Err(not_started())
     }
 
     fn setup_observations(&self) -> Vec<Observation<pb::GameEvent>> {

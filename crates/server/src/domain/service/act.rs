@@ -85,21 +85,8 @@ impl Command for Act<'_> {
                 action: stored,
             }
         };
-        let over = next.state().outcome().is_some();
-        let status = if over {
-            MatchStatus::Finished
-        } else {
-            MatchStatus::Active
-        };
-        let turns = pending_turns(
-            &live.record.seats,
-            Timing::of(&live.record),
-            status,
-            next.state(),
-            before,
-            Some(seat),
-            at,
-        );
+        let after = live.after(&event, next.state(), at);
+        let over = after.record.status == MatchStatus::Finished;
         // Seats awaited after the action that were not before it.
         let notify = if over {
             Vec::new()
@@ -116,9 +103,9 @@ impl Command for Act<'_> {
             request_id: Some(self.request_id.to_owned()),
             at,
             update: MatchUpdate {
-                status: over.then_some(MatchStatus::Finished),
+                status: after.status,
                 seats: Vec::new(),
-                turns,
+                turns: after.turns,
                 notify,
             },
             applied: Some(Applied {

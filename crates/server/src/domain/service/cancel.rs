@@ -143,27 +143,18 @@ impl Command for Close<'_> {
                 "the match changed since it was found idle: it is not expired",
             ));
         }
-        // Nobody is awaited in an open match; the match's pending turns, if it keeps any,
-        // become none.
-        let turns = pending_turns(
-            &live.record.seats,
-            Timing::of(&live.record),
-            MatchStatus::Abandoned,
-            live.state(),
-            SeatSet::EMPTY,
-            None,
-            at,
-        );
+        let event = Event::Closed {
+            reason: self.reason,
+        };
+        let after = live.after(&event, live.state(), at);
         let write = Write {
-            event: Event::Closed {
-                reason: self.reason,
-            },
+            event,
             request_id: self.request_id.map(str::to_owned),
             at,
             update: MatchUpdate {
-                status: Some(MatchStatus::Abandoned),
+                status: after.status,
                 seats: Vec::new(),
-                turns,
+                turns: after.turns,
                 notify: Vec::new(),
             },
             applied: None,

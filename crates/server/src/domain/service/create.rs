@@ -166,11 +166,6 @@ impl Service {
                 invited: false,
             })
             .collect();
-        let status = if taken.len() == usize::from(seats) {
-            MatchStatus::Active
-        } else {
-            MatchStatus::Open
-        };
         // A retried creation names the match its first attempt created.
         let keys = self.keys().await?;
         let id = match request_id {
@@ -210,19 +205,25 @@ impl Service {
         let version = game.rules_version();
         let mut table = Table::new(game.clone(), &parsed.config, seats, seed, (version, true))?;
         table.apply(1, &first)?;
-        let all_seats = SeatRecord::all(seats, &taken);
-        let turns = pending_turns(
-            &all_seats,
-            Timing {
-                timeout_secs: req.turn_timeout_secs,
-                reminder_secs: req.turn_reminder_secs,
-            },
-            status,
-            table.state(),
-            SeatSet::EMPTY,
-            None,
-            now,
-        );
+        // The match before its first event, moved past it by the rule every event follows.
+        let mut record = MatchRecord {
+            id,
+            kind: game.kind().to_owned(),
+            config: serde_json::Value::Null,
+            rules_version: version,
+            seat_count: seats,
+            seats: SeatRecord::all(seats, &[]),
+            status: MatchStatus::Open,
+            seed_hash,
+            turn_timeout_secs: req.turn_timeout_secs,
+            turn_reminder_secs: req.turn_reminder_secs,
+            created_at: now,
+            updated_at: now,
+            version: 0,
+        };
+        let mut deadlines = Deadlines::new();
+        advance(&mut record, &mut deadlines, &first, 1, now, table.state());
+        let turns = pending_turns(&record, &deadlines, table.state(), now);
         let wake = turns.as_ref().is_some_and(|t| !t.is_empty());
         let created = self
             .store
@@ -240,7 +241,7 @@ impl Service {
                     created_at: now,
                     creator,
                     start: MatchUpdate {
-                        status: Some(status),
+                        status: Some(record.status),
                         seats: start_seats,
                         turns,
                         notify: Vec::new(),

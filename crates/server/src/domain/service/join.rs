@@ -207,12 +207,6 @@ impl Command for Join<'_> {
             (None, Some(drawn)) => drawn.clone(),
             (None, None) => return Err(ApiError::internal("a join without a seat token")),
         };
-        let starts = record.seats.iter().filter(|s| s.player.is_none()).count() == 1;
-        let status = if starts {
-            MatchStatus::Active
-        } else {
-            MatchStatus::Open
-        };
         let seq = record.version + 1;
         let event = Event::Joined {
             seat,
@@ -222,8 +216,10 @@ impl Command for Join<'_> {
         // A match dealt at its start is dealt by this join when it takes the last seat.
         let mut next = live.table.clone();
         let observations = next.apply(seq, &event)?;
+        let after = live.after(&event, next.state(), at);
+        let starts = after.status == Some(MatchStatus::Active);
         let update = MatchUpdate {
-            status: starts.then_some(MatchStatus::Active),
+            status: after.status,
             seats: vec![SeatRecord {
                 seat,
                 player: Some(self.player.to_owned()),
@@ -233,15 +229,7 @@ impl Command for Join<'_> {
                 // Not written by an append: the seat keeps what its creation set.
                 invited: false,
             }],
-            turns: pending_turns(
-                &record.seats,
-                Timing::of(record),
-                status,
-                next.state(),
-                SeatSet::EMPTY,
-                None,
-                at,
-            ),
+            turns: after.turns,
             // The match starts: every seat it awaits is newly awaited.
             notify: if starts {
                 crate::webhooks::your_turn(self.id, seq, at, next.state().awaiting().iter())

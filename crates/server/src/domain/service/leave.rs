@@ -36,40 +36,25 @@ impl Command for Leave<'_> {
         let Viewer::Seat(seat) = auth::viewer(&live.record, self.caller, None, true)? else {
             unreachable!("a required token gives a seat")
         };
-        // Nobody is awaited any more, whether the seat is freed or the match abandoned.
-        let turns = pending_turns(
-            &live.record.seats,
-            Timing::of(&live.record),
-            MatchStatus::Abandoned,
-            live.state(),
-            SeatSet::EMPTY,
-            None,
-            at,
-        );
-        let update = match live.record.status {
-            MatchStatus::Open => MatchUpdate {
-                status: None,
-                seats: vec![SeatRecord {
-                    seat,
-                    player: None,
-                    token_hash: None,
-                    bot: None,
-                    account: None,
-                    invited: false,
-                }],
-                turns,
-                notify: Vec::new(),
-            },
-            MatchStatus::Active => MatchUpdate {
-                status: Some(MatchStatus::Abandoned),
-                seats: Vec::new(),
-                turns,
-                notify: Vec::new(),
-            },
+        let event = Event::Left { seat };
+        let after = live.after(&event, live.state(), at);
+        let seats = match live.record.status {
+            // The seat is free again, for someone else.
+            MatchStatus::Open => vec![SeatRecord {
+                seat,
+                ..SeatRecord::default()
+            }],
+            MatchStatus::Active => Vec::new(),
             _ => return Err(ApiError::precondition(Rule::MatchOver, "the match is over")),
         };
+        let update = MatchUpdate {
+            status: after.status,
+            seats,
+            turns: after.turns,
+            notify: Vec::new(),
+        };
         let write = Write {
-            event: Event::Left { seat },
+            event,
             request_id: self.request_id.map(str::to_owned),
             at,
             update,

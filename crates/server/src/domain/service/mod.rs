@@ -102,7 +102,8 @@ pub struct Update {
 /// What wakes a match's watchers.
 #[derive(Debug, Clone)]
 enum Wake {
-    /// An event this server appended, with everything a watcher needs to send it.
+    /// An event folded into this server's cached match (its own append, or another replica's
+    /// read from the store), with everything a watcher needs to send it.
     Update(Arc<Update>),
     /// Another replica (or this one) took the match to this version: read it from the store.
     Moved(u64),
@@ -366,7 +367,9 @@ impl Service {
         }
     }
 
-    /// The match, locked and brought up to the store's current version.
+    /// The match, locked and brought up to the store's current version. Events another
+    /// replica appended are folded into the cached match from the version it has, and told to
+    /// watchers as this server's own appends are (see [`Live::told_from`]).
     async fn current(&self, id: MatchId) -> ApiResult<OwnedMutexGuard<Option<Live>>> {
         let mut guard = self.slot(id).lock_owned().await;
         let record = self.store.get_match(id).await?;
@@ -381,8 +384,9 @@ impl Service {
             Some(v) if v < record.version => {
                 let events = self.store.read_events(id, v, u32::MAX).await?;
                 if let Some(live) = guard.as_mut() {
-                    for event in &events {
-                        live.apply(event, &Event::of(event)?, None)?;
+                    for event in events {
+                        let typed = Event::of(&event)?;
+                        self.fold(live, event, &typed, None)?;
                     }
                     let latest = live.record.version;
                     live.replace_record(if latest == record.version {
@@ -395,6 +399,13 @@ impl Service {
             _ => *guard = Some(self.load(id).await?),
         }
         Ok(guard)
+    }
+
+    /// Brings the cached match up to the store's version (see [`Service::current`]) and
+    /// returns the version from which every event it folded was told to watchers.
+    pub(super) async fn follow(&self, id: MatchId) -> ApiResult<u64> {
+        let guard = self.current(id).await?;
+        Ok(guard.as_ref().map_or(u64::MAX, |live| live.told_from))
     }
 
     /// The match, locked, for a change: as this server last knew it while `fresh` is false
@@ -456,6 +467,14 @@ impl Service {
             .entry(id)
             .or_insert_with(|| broadcast::channel(WATCH_BUFFER).0)
             .subscribe()
+    }
+
+    /// Forgets the match's channel once nobody listens to it (a watch refused at its start).
+    fn unsubscribed(&self, id: MatchId) {
+        let mut watchers = self.watchers.lock().unwrap_or_else(|e| e.into_inner());
+        if watchers.get(&id).is_some_and(|s| s.receiver_count() == 0) {
+            watchers.remove(&id);
+        }
     }
 
     /// The stored event at `seq`.

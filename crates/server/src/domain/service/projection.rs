@@ -17,7 +17,10 @@ pub(super) struct Live {
     pub(super) request_ids: HashMap<String, u64>,
     /// False when loaded from a snapshot: the events before it were not folded here.
     pub(super) whole_log: bool,
-    /// The awaited human seats' deadlines (see [`next_deadlines`]).
+    /// The version the match was loaded at: every event folded into it since was told to
+    /// watchers, so a watcher at this version or later needs no read of its own.
+    pub(super) told_from: u64,
+    /// The awaited human seats' deadlines (see [`advance`]).
     pub(super) deadlines: Deadlines,
     /// The seed, when this server created the match or replayed its whole log, or once read
     /// to be revealed; shown only when the match is over.
@@ -46,6 +49,7 @@ impl Live {
         request_ids: HashMap<String, u64>,
     ) -> Live {
         Live {
+            told_from: record.version,
             record,
             table,
             request_ids,
@@ -104,16 +108,37 @@ impl Live {
             }
             None => self.table.apply(event.seq, typed)?,
         };
-        self.note(event, typed);
-        advance_record(&mut self.record, event, typed, self.table.state());
-        self.deadlines = next_deadlines(
-            &self.deadlines,
-            &self.record,
-            self.table.state(),
-            typed,
-            event.at,
-        );
+        self.moved_on(event, typed);
         Ok(observations)
+    }
+
+    /// [`Live::apply`] when nobody needs to know what the event told whom (a load, a fold no
+    /// watcher waits for): the rules' replay, which builds no observation.
+    pub(super) fn fold(
+        &mut self,
+        event: &StoredEvent,
+        typed: &Event,
+        applied: Option<Applied>,
+    ) -> ApiResult<()> {
+        match applied {
+            Some(applied) => self.table = applied.table,
+            None => self.table.fold(event.seq, typed)?,
+        }
+        self.moved_on(event, typed);
+        Ok(())
+    }
+
+    /// Everything but the table, past `event`.
+    fn moved_on(&mut self, event: &StoredEvent, typed: &Event) {
+        self.note(event, typed);
+        advance(
+            &mut self.record,
+            &mut self.deadlines,
+            typed,
+            event.seq,
+            event.at,
+            self.table.state(),
+        );
     }
 
     /// What the cache keeps of each event besides the state: its request id, and a seat a
@@ -136,20 +161,64 @@ impl Live {
     pub(super) fn may_have_old_webhook(&self, seat: u8) -> bool {
         !self.whole_log || self.vacated.contains(&seat)
     }
+
+    /// What `event`, appended next at `at` and leaving the table in `state`, makes of this
+    /// match: its row and its pending turns, decided by [`advance`] as the fold will decide
+    /// them once the event is stored.
+    pub(super) fn after(&self, event: &Event, state: &dyn MatchState, at: DateTime<Utc>) -> Next {
+        let mut record = self.record.clone();
+        let mut deadlines = self.deadlines.clone();
+        advance(
+            &mut record,
+            &mut deadlines,
+            event,
+            self.record.version + 1,
+            at,
+            state,
+        );
+        let turns = pending_turns(&record, &deadlines, state, at);
+        Next {
+            status: (record.status != self.record.status).then_some(record.status),
+            record,
+            turns,
+        }
+    }
 }
 
 /// `(seat, due at)` for each awaited human seat of an active match with a turn timeout.
 pub type Deadlines = Vec<(u8, DateTime<Utc>)>;
 
-/// The match row after `event`, computed the same way live and when replaying a log: seats
-/// from joins and leaves, and the status each event leads to.
-pub(super) fn advance_record(
+/// A match after an event a command is about to append (see [`Live::after`]).
+#[derive(Debug)]
+pub(super) struct Next {
+    /// The match row after the event.
+    pub(super) record: MatchRecord,
+    /// The new status, if the event changes it.
+    pub(super) status: Option<MatchStatus>,
+    /// The pending turns the append writes (see [`pending_turns`]).
+    pub(super) turns: Option<Vec<PendingTurn>>,
+}
+
+/// The one decision of what an event makes of a match, the same when a command decides an
+/// append, when a stored event is folded and when a log is replayed: `record` and
+/// `deadlines` move on past `event` (its `seq`, made at `at`, leaving the table in `state`).
+///
+/// - Seats: a join fills its seat, a creation its bot seats, a leave frees its seat while
+///   the match is open.
+/// - Status: active once every seat is held, finished once the game has an outcome,
+///   abandoned by a leave after the start or by a close.
+/// - Deadlines: in an active match with a turn timeout, each awaited human seat keeps its
+///   deadline if it was awaited before the event and did not act in it, and is otherwise due
+///   `at` plus the timeout.
+pub(super) fn advance(
     record: &mut MatchRecord,
-    event: &StoredEvent,
-    typed: &Event,
+    deadlines: &mut Deadlines,
+    event: &Event,
+    seq: u64,
+    at: DateTime<Utc>,
     state: &dyn MatchState,
 ) {
-    match typed {
+    match event {
         Event::Joined { seat, player, .. } => {
             if let Some(s) = record.seats.get_mut(usize::from(*seat)) {
                 s.player = Some(player.clone());
@@ -187,98 +256,23 @@ pub(super) fn advance_record(
         // An open match cancelled or expired: over before it started.
         Event::Closed { .. } => record.status = MatchStatus::Abandoned,
     }
-    record.version = event.seq;
-    record.updated_at = event.at;
-}
-
-/// A match's turn clock: how long a seat has to act, and how long before the end its webhook
-/// is reminded.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Timing {
-    pub(super) timeout_secs: Option<u32>,
-    pub(super) reminder_secs: Option<u32>,
-}
-
-impl Timing {
-    pub(super) fn of(record: &MatchRecord) -> Timing {
-        Timing {
-            timeout_secs: record.turn_timeout_secs,
-            reminder_secs: record.turn_reminder_secs,
+    record.version = seq;
+    record.updated_at = at;
+    let timeout = match record.turn_timeout_secs {
+        Some(secs) if record.status == MatchStatus::Active => {
+            chrono::Duration::seconds(i64::from(secs))
         }
-    }
-}
-
-/// The pending turns of a match with these seats and timing once it has `status` and `state`
-/// after an event at `at`: every awaited seat played by a bot (due at once) or, when the match
-/// has a turn timeout, by a human (due `at` + the timeout, reminded `turn_reminder_secs`
-/// earlier). `before` is who was awaited before the event and `actor` the seat that acted in
-/// it: a seat awaited before and after that did not act keeps its deadline (and reminder).
-/// `None` for a match with neither deadlines nor bots, whose appends then write no turns.
-pub(super) fn pending_turns(
-    seats: &[SeatRecord],
-    timing: Timing,
-    status: MatchStatus,
-    state: &dyn MatchState,
-    before: SeatSet,
-    actor: Option<u8>,
-    at: DateTime<Utc>,
-) -> Option<Vec<PendingTurn>> {
-    if timing.timeout_secs.is_none() && seats.iter().all(|s| s.bot.is_none()) {
-        return None;
-    }
-    if status != MatchStatus::Active {
-        return Some(Vec::new());
-    }
-    let secs = |secs: u32| chrono::Duration::seconds(i64::from(secs));
-    let timeout = timing.timeout_secs.map(secs);
-    let reminder = timing.reminder_secs.map(secs);
-    Some(
-        state
-            .awaiting()
-            .iter()
-            .filter_map(|seat| {
-                let bot = seats.get(usize::from(seat))?.bot.clone();
-                let (due_at, remind_at) = match (&bot, timeout) {
-                    (Some(_), _) => (at, None),
-                    (None, Some(timeout)) => {
-                        (at + timeout, reminder.map(|early| at + timeout - early))
-                    }
-                    (None, None) => return None,
-                };
-                Some(PendingTurn {
-                    seat,
-                    due_at,
-                    remind_at,
-                    bot,
-                    continues: before.contains(seat) && actor != Some(seat),
-                })
-            })
-            .collect(),
-    )
-}
-
-/// The deadlines after `event`, by the rule [`pending_turns`] writes the store's turns with:
-/// in an active match with a turn timeout, an awaited human seat that was awaited before the
-/// event and did not act in it keeps its deadline; any other gets the event's time plus the
-/// timeout. `record` and `state` are as of after the event, made at `at`.
-pub(super) fn next_deadlines(
-    before: &[(u8, DateTime<Utc>)],
-    record: &MatchRecord,
-    state: &dyn MatchState,
-    event: &Event,
-    at: DateTime<Utc>,
-) -> Deadlines {
-    let Some(secs) = record.turn_timeout_secs else {
-        return Vec::new();
+        _ => {
+            deadlines.clear();
+            return;
+        }
     };
-    if record.status != MatchStatus::Active {
-        return Vec::new();
-    }
     let acted = match event {
         Event::Action { seat, .. } | Event::Timeout { seat, .. } => Some(*seat),
         _ => None,
     };
-    state
+    let before = std::mem::take(deadlines);
+    *deadlines = state
         .awaiting()
         .iter()
         .filter(|&seat| {
@@ -292,12 +286,53 @@ pub(super) fn next_deadlines(
                 .iter()
                 .find(|(s, _)| *s == seat && acted != Some(seat))
                 .map(|(_, due)| *due);
-            (
-                seat,
-                kept.unwrap_or(at + chrono::Duration::seconds(i64::from(secs))),
-            )
+            (seat, kept.unwrap_or(at + timeout))
         })
-        .collect()
+        .collect();
+}
+
+/// The pending turns of a match with this row and these deadlines (as [`advance`] left
+/// them), its table in `state`, after an event at `at`: every awaited seat played by a bot,
+/// due at once, and every human seat's deadline, reminded `turn_reminder_secs` earlier when
+/// the match sets reminders. `None` for a match with neither deadlines nor bots, whose appends
+/// then write no turns.
+pub(super) fn pending_turns(
+    record: &MatchRecord,
+    deadlines: &Deadlines,
+    state: &dyn MatchState,
+    at: DateTime<Utc>,
+) -> Option<Vec<PendingTurn>> {
+    if record.turn_timeout_secs.is_none() && record.seats.iter().all(|s| s.bot.is_none()) {
+        return None;
+    }
+    if record.status != MatchStatus::Active {
+        return Some(Vec::new());
+    }
+    let reminder = record
+        .turn_reminder_secs
+        .map(|secs| chrono::Duration::seconds(i64::from(secs)));
+    Some(
+        state
+            .awaiting()
+            .iter()
+            .filter_map(|seat| {
+                let bot = record.seats.get(usize::from(seat))?.bot.clone();
+                let (due_at, remind_at) = match &bot {
+                    Some(_) => (at, None),
+                    None => {
+                        let (_, due) = deadlines.iter().find(|(s, _)| *s == seat)?;
+                        (*due, reminder.map(|early| *due - early))
+                    }
+                };
+                Some(PendingTurn {
+                    seat,
+                    due_at,
+                    remind_at,
+                    bot,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// Whether `event` frees the watching seat after the watch was authorised at version `since`:
@@ -345,11 +380,12 @@ impl Service {
         let mut live = Live::new(loaded.record.clone(), table, whole_log, requests);
         live.seed = seed;
         for event in &loaded.events {
-            live.apply(event, &Event::of(event)?, None)?;
+            live.fold(event, &Event::of(event)?, None)?;
         }
         // The store's row is authoritative for seats and status, its turns for deadlines (the
         // events that started them may be older than the snapshot).
         live.replace_record(loaded.record);
+        live.told_from = live.record.version;
         live.deadlines = Vec::new();
         if live.record.turn_timeout_secs.is_some() && live.record.status == MatchStatus::Active {
             live.deadlines = self

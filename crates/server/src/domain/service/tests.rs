@@ -289,6 +289,65 @@ fn an_action_pinned_to_another_version_is_aborted_and_one_before_the_start_refus
 }
 
 #[test]
+fn what_a_decision_writes_is_what_the_fold_decides_through_a_whole_match() {
+    let mut fixture = Fixture::love_letter(2, Some(60));
+    fixture.live.record.turn_reminder_secs = Some(10);
+    let mut live = fixture.live;
+    let minute = chrono::Duration::seconds(60);
+    let mut moves = 0;
+    while live.record.status == MatchStatus::Active {
+        let seat = live
+            .state()
+            .awaiting()
+            .iter()
+            .next()
+            .expect("a seat is awaited");
+        let now = at() + chrono::Duration::seconds(7 * (moves + 1));
+        let request_id = format!("bot-{moves}");
+        let command = Act {
+            id: live.record.id,
+            by: By::Server(seat),
+            request_id: &request_id,
+            play: Play::Bot(bots::RANDOM),
+            expected_version: None,
+            omit_view: true,
+        };
+        let Ok(Decision::Append(write, _)) = command.decide(&live, true, now) else {
+            panic!("the bot's move is appended");
+        };
+        let turns = write.update.turns.clone().expect("the match has deadlines");
+        let status = write.update.status;
+        let mut event = stored(live.record.id, live.record.version + 1, &write.event, None);
+        event.at = now;
+        live.apply(&event, &write.event, write.applied)
+            .expect("folds");
+        // The append writes exactly the deadlines the fold keeps, each reminded 10 s before.
+        let written: Vec<_> = turns.iter().map(|t| (t.seat, t.due_at)).collect();
+        assert_eq!(written, live.deadlines, "move {moves}");
+        for turn in &turns {
+            assert_eq!(
+                turn.due_at,
+                now + minute,
+                "a seat newly awaited has its minute"
+            );
+            assert_eq!(
+                turn.remind_at,
+                Some(turn.due_at - chrono::Duration::seconds(10))
+            );
+        }
+        // The status the append writes is the one the fold reaches.
+        assert_eq!(status.unwrap_or(MatchStatus::Active), live.record.status);
+        moves += 1;
+    }
+    assert_eq!(live.record.status, MatchStatus::Finished);
+    assert!(
+        live.deadlines.is_empty(),
+        "nobody is awaited once it is over"
+    );
+    assert!(moves > 2, "a whole match: {moves} moves");
+}
+
+#[test]
 fn a_bot_decides_from_its_seat_and_a_timeout_plays_the_default_action() {
     let fixture = Fixture::love_letter(2, Some(60));
     let seat = fixture.awaited();

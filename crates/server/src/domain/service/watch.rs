@@ -41,9 +41,23 @@ impl Service {
     ) -> ApiResult<impl Stream<Item = WatchItem> + Send + 'static + use<>> {
         let id = parse_id(&req.match_id)?;
         crate::telemetry::record_match(id);
-        let record = self.store.get_match(id).await?;
-        let viewer = auth::viewer(&record, caller, req.seat, false)?;
-        let game = self.games.get(&record.kind)?.clone();
+        // Subscribed before the match is read, so that no event falls between the read (the
+        // first catch-up starts from it) and the updates handed over after it.
+        let updates = self.subscribe(id);
+        let opened = async {
+            let record = self.store.get_match(id).await?;
+            let viewer = auth::viewer(&record, caller, req.seat, false)?;
+            let game = self.games.get(&record.kind)?.clone();
+            ApiResult::Ok((record, viewer, game))
+        };
+        let (record, viewer, game) = match opened.await {
+            Ok(opened) => opened,
+            Err(e) => {
+                drop(updates);
+                self.unsubscribed(id);
+                return Err(e);
+            }
+        };
         let period = self.settings.watch_recheck;
         let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -55,8 +69,7 @@ impl Service {
             // The token held its seat at this version: a later leave of the seat ends the stream.
             since: record.version,
             last: req.after_version,
-            // Subscribed before catching up, so nothing falls between the two.
-            updates: self.subscribe(id),
+            updates,
             stopping: self.stopping.subscribe(),
             recheck,
             read: Some(record),
@@ -154,7 +167,23 @@ impl Watching {
                 Ok(Wake::Update(update)) if update.event.seq == self.last + 1 => {
                     return Some(self.handed(&update).await);
                 }
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                Ok(Wake::Moved(_) | Wake::Resync) => {
+                    // Another replica's events, or perhaps some: the cached match folds them
+                    // from the version it has and tells every watcher, this one included. Only
+                    // a watch behind what the cache can tell reads the log itself.
+                    match retry_later(self.id, self.service.follow(self.id).await) {
+                        Ok(Some(told_from)) if told_from <= self.last => {}
+                        Ok(None) => {}
+                        Ok(Some(_)) => {
+                            if let Err(e) = self.resync(None).await {
+                                return Some(Err(e));
+                            }
+                        }
+                        Err(e) => return Some(Err(e)),
+                    }
+                    self.recheck.reset();
+                }
+                Ok(Wake::Update(_)) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Events this stream was not handed: read them from the store.
                     if let Err(e) = self.resync(None).await {
                         return Some(Err(e));
@@ -254,6 +283,7 @@ impl Watching {
             self.ended = is_over(record.status);
             return Ok(VecDeque::new());
         }
+        crate::metrics::record_watch_replay();
         let (game, viewer, since) = (&self.game, self.viewer, self.since);
         let mut caught = VecDeque::new();
         self.service

@@ -183,24 +183,40 @@ impl Service {
         applied: Option<Applied>,
     ) -> ApiResult<()> {
         let before = live.record.version;
-        let observations = live.apply(&stored, event, applied)?;
+        let seq = stored.seq;
+        self.fold(live, stored, event, applied)?;
         let every = self.store.snapshot_every();
-        if every > 0 && before / every != stored.seq / every {
+        if every > 0 && before / every != seq / every {
             self.snapshot(live);
         }
-        if self.watched(stored.match_id) {
-            // A failure to build the info is the watchers' to report, as they build it again.
-            let info = live.info().ok().flatten();
-            self.notify(Update {
-                event: stored,
-                typed: event.clone(),
-                observations,
-                state: live.state().boxed_clone(),
-                record: live.record.clone(),
-                deadlines: live.deadlines.clone(),
-                info,
-            });
+        Ok(())
+    }
+
+    /// Folds a stored event into the cache and tells watchers of it: every event folded into
+    /// a cached match after it was loaded is told, whichever replica appended it. With no
+    /// watcher, the fold builds no observation.
+    pub(super) fn fold(
+        &self,
+        live: &mut Live,
+        stored: StoredEvent,
+        event: &Event,
+        applied: Option<Applied>,
+    ) -> ApiResult<()> {
+        if !self.watched(stored.match_id) {
+            return live.fold(&stored, event, applied);
         }
+        let observations = live.apply(&stored, event, applied)?;
+        // A failure to build the info is the watchers' to report, as they build it again.
+        let info = live.info().ok().flatten();
+        self.notify(Update {
+            event: stored,
+            typed: event.clone(),
+            observations,
+            state: live.state().boxed_clone(),
+            record: live.record.clone(),
+            deadlines: live.deadlines.clone(),
+            info,
+        });
         Ok(())
     }
 

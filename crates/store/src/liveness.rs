@@ -4,7 +4,9 @@
 //! one with it: after any connection fails, each connection last used before that failure is
 //! pinged once before its next use, and replaced if the ping fails. A server whose database
 //! comes back then serves its next request on a live connection instead of answering
-//! UNAVAILABLE once per connection it held; in steady running nothing is pinged.
+//! UNAVAILABLE once per connection it held; in steady running nothing is pinged. Failures are
+//! recorded where driver errors are mapped ([`crate::StoreError`]); PostgreSQL's pool and held
+//! connections read them.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +34,7 @@ pub(crate) fn connection_failed() {
 
 /// Whether a connection last used at `last_used` may have died with the latest failure:
 /// it was idle when (or, within the clock's millisecond, just before) a connection failed.
-pub(super) fn suspect(last_used: Instant) -> bool {
+pub(crate) fn suspect(last_used: Instant) -> bool {
     match LAST_FAILURE.load(Ordering::Relaxed) {
         0 => false,
         at => {
@@ -45,7 +47,7 @@ pub(super) fn suspect(last_used: Instant) -> bool {
 /// Whether the pooled connection described by `meta` is fit to hand out: pinged first when
 /// [`suspect`]. For the pool's `before_acquire`; a connection that fails is closed by the
 /// pool, which hands out another.
-pub(super) async fn check(
+pub(crate) async fn check(
     conn: &mut PgConnection,
     meta: PoolConnectionMetadata,
 ) -> Result<bool, sqlx::Error> {
