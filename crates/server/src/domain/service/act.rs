@@ -86,7 +86,7 @@ impl Command for Act<'_> {
             }
         };
         let after = live.after(&event, next.state(), at);
-        let over = after.record.status == MatchStatus::Finished;
+        let over = after.status == Some(MatchStatus::Finished);
         // Seats awaited after the action that were not before it.
         let notify = if over {
             Vec::new()
@@ -102,12 +102,7 @@ impl Command for Act<'_> {
             event,
             request_id: Some(self.request_id.to_owned()),
             at,
-            update: MatchUpdate {
-                status: after.status,
-                seats: Vec::new(),
-                turns: after.turns,
-                notify,
-            },
+            update: after.update(Vec::new(), notify),
             applied: Some(Applied {
                 table: next,
                 observations,

@@ -151,12 +151,7 @@ impl Command for Close<'_> {
             event,
             request_id: self.request_id.map(str::to_owned),
             at,
-            update: MatchUpdate {
-                status: after.status,
-                seats: Vec::new(),
-                turns: after.turns,
-                notify: Vec::new(),
-            },
+            update: after.update(Vec::new(), Vec::new()),
             applied: None,
             ends: true,
             remove_webhook: None,

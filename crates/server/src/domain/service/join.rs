@@ -218,25 +218,22 @@ impl Command for Join<'_> {
         let observations = next.apply(seq, &event)?;
         let after = live.after(&event, next.state(), at);
         let starts = after.status == Some(MatchStatus::Active);
-        let update = MatchUpdate {
-            status: after.status,
-            seats: vec![SeatRecord {
-                seat,
-                player: Some(self.player.to_owned()),
-                token_hash: Some(token_hash),
-                bot: None,
-                account: self.account.map(str::to_owned),
-                // Not written by an append: the seat keeps what its creation set.
-                invited: false,
-            }],
-            turns: after.turns,
-            // The match starts: every seat it awaits is newly awaited.
-            notify: if starts {
-                crate::webhooks::your_turn(self.id, seq, at, next.state().awaiting().iter())
-            } else {
-                Vec::new()
-            },
+        let seats = vec![SeatRecord {
+            seat,
+            player: Some(self.player.to_owned()),
+            token_hash: Some(token_hash),
+            bot: None,
+            account: self.account.map(str::to_owned),
+            // Not written by an append: the seat keeps what its creation set.
+            invited: false,
+        }];
+        // The match starts: every seat it awaits is newly awaited.
+        let notify = if starts {
+            crate::webhooks::your_turn(self.id, seq, at, next.state().awaiting().iter())
+        } else {
+            Vec::new()
         };
+        let update = after.update(seats, notify);
         let write = Write {
             event,
             request_id: self.stored_id.clone(),

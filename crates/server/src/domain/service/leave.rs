@@ -47,17 +47,11 @@ impl Command for Leave<'_> {
             MatchStatus::Active => Vec::new(),
             _ => return Err(ApiError::precondition(Rule::MatchOver, "the match is over")),
         };
-        let update = MatchUpdate {
-            status: after.status,
-            seats,
-            turns: after.turns,
-            notify: Vec::new(),
-        };
         let write = Write {
             event,
             request_id: self.request_id.map(str::to_owned),
             at,
-            update,
+            update: after.update(seats, Vec::new()),
             applied: None,
             ends: false,
             remove_webhook: None,

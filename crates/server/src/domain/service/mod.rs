@@ -30,8 +30,8 @@ use chrono::{DateTime, Utc};
 use missive_proto::v1 as pb;
 use missive_rules::{Observation, SeatSet, Viewer};
 use missive_store::{
-    MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, PendingTurn,
-    SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
+    MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, Notification,
+    PendingTurn, SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
 };
 
 use sha2::{Digest, Sha256};
@@ -386,7 +386,7 @@ impl Service {
                 if let Some(live) = guard.as_mut() {
                     for event in events {
                         let typed = Event::of(&event)?;
-                        self.fold(live, event, &typed, None)?;
+                        self.fold_and_tell(live, event, &typed, None)?;
                     }
                     let latest = live.record.version;
                     live.replace_record(if latest == record.version {

@@ -163,8 +163,8 @@ impl Live {
     }
 
     /// What `event`, appended next at `at` and leaving the table in `state`, makes of this
-    /// match: its row and its pending turns, decided by [`advance`] as the fold will decide
-    /// them once the event is stored.
+    /// match: its status and its pending turns, decided by [`advance`] as the fold will
+    /// decide them once the event is stored.
     pub(super) fn after(&self, event: &Event, state: &dyn MatchState, at: DateTime<Utc>) -> Next {
         let mut record = self.record.clone();
         let mut deadlines = self.deadlines.clone();
@@ -176,11 +176,9 @@ impl Live {
             at,
             state,
         );
-        let turns = pending_turns(&record, &deadlines, state, at);
         Next {
             status: (record.status != self.record.status).then_some(record.status),
-            record,
-            turns,
+            turns: pending_turns(&record, &deadlines, state, at),
         }
     }
 }
@@ -191,12 +189,24 @@ pub type Deadlines = Vec<(u8, DateTime<Utc>)>;
 /// A match after an event a command is about to append (see [`Live::after`]).
 #[derive(Debug)]
 pub(super) struct Next {
-    /// The match row after the event.
-    pub(super) record: MatchRecord,
     /// The new status, if the event changes it.
     pub(super) status: Option<MatchStatus>,
     /// The pending turns the append writes (see [`pending_turns`]).
     pub(super) turns: Option<Vec<PendingTurn>>,
+}
+
+impl Next {
+    /// The changes to the match row that go with the event: the status and turns decided
+    /// here, with the command's own `seats` (their credentials are not in the event) and
+    /// `notify`.
+    pub(super) fn update(self, seats: Vec<SeatRecord>, notify: Vec<Notification>) -> MatchUpdate {
+        MatchUpdate {
+            status: self.status,
+            seats,
+            turns: self.turns,
+            notify,
+        }
+    }
 }
 
 /// The one decision of what an event makes of a match, the same when a command decides an

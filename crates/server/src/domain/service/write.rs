@@ -184,7 +184,7 @@ impl Service {
     ) -> ApiResult<()> {
         let before = live.record.version;
         let seq = stored.seq;
-        self.fold(live, stored, event, applied)?;
+        self.fold_and_tell(live, stored, event, applied)?;
         let every = self.store.snapshot_every();
         if every > 0 && before / every != seq / every {
             self.snapshot(live);
@@ -195,7 +195,7 @@ impl Service {
     /// Folds a stored event into the cache and tells watchers of it: every event folded into
     /// a cached match after it was loaded is told, whichever replica appended it. With no
     /// watcher, the fold builds no observation.
-    pub(super) fn fold(
+    pub(super) fn fold_and_tell(
         &self,
         live: &mut Live,
         stored: StoredEvent,
