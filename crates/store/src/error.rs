@@ -8,7 +8,9 @@ pub enum StoreError {
     /// No match with this id.
     #[error("match {0} not found")]
     NotFound(MatchId),
-    /// The match's version was not the one the caller expected.
+    /// The match's version was not the one the caller expected; or it was (`actual ==
+    /// expected`), but the append lost to a writer that left nothing behind, or chained from a
+    /// head the database no longer holds. Either way: decide again from a fresh read.
     #[error("version conflict: expected {expected}, match is at {actual}")]
     Conflict {
         /// The version the caller appended against.

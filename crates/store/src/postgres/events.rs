@@ -225,35 +225,33 @@ pub(crate) async fn append(
     }
     let request_id = events.first().and_then(|e| e.request_id.clone());
     let request_id = request_id.as_deref();
-    let mut prev = match pg.heads.get(id) {
+    let prev = match pg.heads.get(id) {
         Some((version, hash)) if version == expected => hash,
         _ => match check(pg, id, expected, request_id, update).await? {
             Checked::Duplicate(original) => return Ok(original),
             Checked::AtVersion(hash) => hash,
         },
     };
-    // At most two writes: the second only if the first chained from a stale cached head.
-    for _ in 0..2 {
-        let refused = match write(pg, id, expected, &prev, events.clone(), update).await? {
-            Written::Done(appended) => return Ok(appended),
-            Written::Not(refused) => refused,
-        };
-        pg.heads.forget(id);
-        match check(pg, id, expected, request_id, update).await? {
-            Checked::Duplicate(original) => return Ok(original),
-            Checked::AtVersion(hash) => {
-                // The head the refused statement chained from still stands: no writer raced
-                // it, and the refusal is the answer.
-                if let (Some(refusal), true) = (refused, hash == prev) {
-                    return Err(refusal);
-                }
-                prev = hash;
-            }
-        }
+    let refused = match write(pg, id, expected, &prev, events, update).await? {
+        Written::Done(appended) => return Ok(appended),
+        Written::Not(refused) => refused,
+    };
+    // Nothing was written. The head as stored tells a retried request (its original events)
+    // and a lost race (a conflict) from a refusal that stands; this is no retry: the caller,
+    // which decided what to append, decides again.
+    pg.heads.forget(id);
+    match (check(pg, id, expected, request_id, update).await?, refused) {
+        (Checked::Duplicate(original), _) => Ok(original),
+        // The head the refused statement chained from still stands: the refusal is the answer.
+        (Checked::AtVersion(hash), Some(refusal)) if hash == prev => Err(refusal),
+        // The cached head was not the stored one, or a concurrent writer took the seq or the
+        // request id and went away again: the match is at the version expected, but what was
+        // decided from it must be appended again.
+        (Checked::AtVersion(_), _) => Err(StoreError::Conflict {
+            expected,
+            actual: expected,
+        }),
     }
-    Err(StoreError::Unavailable(format!(
-        "append to {id} kept losing to concurrent writers at version {expected}"
-    )))
 }
 
 /// The head check every append makes: the previous event exists with the hash the new events

@@ -984,3 +984,74 @@ async fn a_pool_smaller_than_the_held_connections_still_serves_reads() -> Result
     h.finish().await?;
     result
 }
+
+/// A store remembers the head it last wrote and chains its next append from it without
+/// reading. An append that changes the match (here, its pending turns) is one statement that
+/// checks that head: when the database no longer holds it (the event was lost and another
+/// writer appended in its place), the append is refused as a conflict at the version expected
+/// and nothing is written; the caller decides again, and that append chains from the head the
+/// database holds. The store itself never writes twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_from_a_head_the_database_lost_is_a_conflict_and_the_next_goes_in() -> Result<()>
+{
+    let h = Harness::postgres().await?;
+    let result = async {
+        let m = new_match(2);
+        h.store.create_match(m.clone(), vec![created()]).await?;
+        h.store
+            .append(m.id, 1, vec![action(0, "lost", 2)], MatchUpdate::default())
+            .await?;
+        // The event at seq 2 goes away, and another store writes a different one there.
+        let mut admin = sqlx::PgConnection::connect(&h.url).await?;
+        sqlx::query("DELETE FROM events WHERE match_id = $1::uuid AND seq = 2")
+            .bind(m.id.to_string())
+            .execute(&mut admin)
+            .await?;
+        sqlx::query(
+            "UPDATE matches SET version = 1,
+                last_hash = (SELECT hash FROM events WHERE match_id = $1::uuid AND seq = 1)
+             WHERE match_id = $1::uuid",
+        )
+        .bind(m.id.to_string())
+        .execute(&mut admin)
+        .await?;
+        let other = Store::connect(&h.url, options()).await?;
+        other
+            .append(
+                m.id,
+                1,
+                vec![action(1, "instead", 3)],
+                MatchUpdate::default(),
+            )
+            .await?;
+
+        let next = vec![action(0, "next", 4)];
+        let turns = MatchUpdate {
+            turns: Some(Vec::new()),
+            ..MatchUpdate::default()
+        };
+        let refused = h.store.append(m.id, 2, next.clone(), turns.clone()).await;
+        ensure!(
+            matches!(
+                refused,
+                Err(StoreError::Conflict {
+                    expected: 2,
+                    actual: 2
+                })
+            ),
+            "an append from a lost head answered {refused:?}"
+        );
+        ensure!(
+            h.store.get_match(m.id).await?.version == 2,
+            "nothing is written"
+        );
+        let appended = h.store.append(m.id, 2, next, turns).await?;
+        ensure!(appended.events[0].seq == 3, "{appended:?}");
+        let check = h.store.verify_chain(m.id).await?;
+        ensure!(check == ChainCheck::Valid { events: 3 }, "{check:?}");
+        Ok(())
+    }
+    .await;
+    h.finish().await?;
+    result
+}

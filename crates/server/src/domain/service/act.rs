@@ -109,6 +109,7 @@ impl Command for Act<'_> {
             }),
             ends: over,
             remove_webhook: None,
+            creates: None,
         };
         Ok(Decision::Append(Box::new(write), seat))
     }
@@ -179,7 +180,8 @@ impl Command for Act<'_> {
     }
 
     fn lost_race(&self, actual: u64) -> Option<ApiError> {
-        self.expected_version.map(|_| {
+        // A match still at the pinned version is decided again.
+        self.expected_version.filter(|&v| v != actual).map(|_| {
             ApiError::Aborted(format!(
                 "the match moved on to version {actual}; reload and retry"
             ))

@@ -155,6 +155,7 @@ impl Command for Close<'_> {
             applied: None,
             ends: true,
             remove_webhook: None,
+            creates: None,
         };
         Ok(Decision::Append(Box::new(write), ()))
     }

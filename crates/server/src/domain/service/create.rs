@@ -1,4 +1,7 @@
-//! CreateMatch, and its retry by request id.
+//! CreateMatch, and its retry by request id: a command like the others. The request is
+//! checked and the match's seed and its bots' nonces are drawn ([`Create::new`]); then the
+//! write path every command takes ([`Service::write`]) decides the first event from the match
+//! before it (a blank [`Live`]), has the store create the match with it, and folds it in.
 
 use super::*;
 
@@ -56,6 +59,97 @@ impl Service {
         request_id: Option<&str>,
         rematch_of: Option<MatchId>,
     ) -> ApiResult<pb::CreateMatchResponse> {
+        let keys = self.keys().await?;
+        // A retried creation names the match its first attempt created.
+        let id = match request_id {
+            Some(request_id) => keys.match_id(request_id),
+            None => uuid::Uuid::new_v4(),
+        };
+        let allow_fixed_deck = self.settings.allow_fixed_deck;
+        let mut create = Create::new(&self.games, allow_fixed_deck, keys, id, req, rematch_of)?;
+        crate::telemetry::record_match(id);
+        if let Some(client) = client {
+            let creator = client.key.to_string();
+            client
+                .limiter
+                .check_create(&client.key, create.creation.bots.len())?;
+            let cap = client.limiter.settings().max_open_matches;
+            if cap > 0 && self.store.open_by_creator(&creator, cap).await? >= cap {
+                // A retry of a creation that went through answers what it created.
+                if request_id.is_some()
+                    && let Ok(again) = self.created_again(id, &create.creation).await
+                {
+                    return Ok(again);
+                }
+                return Err(client
+                    .limiter
+                    .too_many_open_matches(self.settings.open_match_expiry));
+            }
+            create.creator = Some(creator);
+        }
+        self.write(id, &create).await
+    }
+
+    /// The answer to a creation retried with its request id: the match the first attempt
+    /// created, as it is now, if it was created from the same request.
+    pub(super) async fn created_again(
+        &self,
+        id: MatchId,
+        creation: &Creation,
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        let first = self.store.read_events(id, 0, 1).await?;
+        let same = first.first().map(Event::of).transpose()?.is_some_and(
+            |e| matches!(e, Event::Created(stored) if same_creation(&stored, creation)),
+        );
+        if !same {
+            return Err(request_id_reused());
+        }
+        let record = self.store.get_match(id).await?;
+        let game = self.games.get(&record.kind)?.clone();
+        let keys = self.keys().await?;
+        Ok(pb::CreateMatchResponse {
+            r#match: Some(self.info(&record, game.as_ref()).await?),
+            invites: invites(keys, id, creation),
+            cancel_token: keys.cancel_token(id),
+        })
+    }
+}
+
+/// The invite codes of a creation's invited seats.
+fn invites(keys: &Keys, id: MatchId, creation: &Creation) -> Vec<pb::Invite> {
+    creation
+        .invited
+        .iter()
+        .map(|&seat| pb::Invite {
+            seat: seat.into(),
+            code: keys.invite_code(id, seat),
+        })
+        .collect()
+}
+
+/// A match to create, from a request found valid.
+pub(super) struct Create<'a> {
+    id: MatchId,
+    game: Arc<dyn GameKind>,
+    /// What the created event records.
+    creation: Creation,
+    seed: [u8; 32],
+    /// The client that creates it, counted against its cap on open matches.
+    creator: Option<String>,
+    keys: &'a Keys,
+}
+
+impl<'a> Create<'a> {
+    /// Checks the request and draws what the server adds to it: the match's seed, and a nonce
+    /// for each bot that brings none.
+    pub(super) fn new(
+        games: &Registry,
+        allow_fixed_deck: bool,
+        keys: &'a Keys,
+        id: MatchId,
+        req: pb::CreateMatchRequest,
+        rematch_of: Option<MatchId>,
+    ) -> ApiResult<Create<'a>> {
         let options = req
             .options
             .ok_or_else(|| ApiError::invalid("options are required"))?;
@@ -65,8 +159,8 @@ impl Service {
                 u8::try_from(n).map_err(|_| ApiError::invalid(format!("{n} seats is too many")))?
             }
         };
-        let (game, parsed) = self.games.parse_options(&options, Some(seats))?;
-        if parsed.fixed_deck && !self.settings.allow_fixed_deck {
+        let (game, parsed) = games.parse_options(&options, Some(seats))?;
+        if parsed.fixed_deck && !allow_fixed_deck {
             return Err(ApiError::PermissionDenied(
                 "fixed decks are disabled on this server (MISSIVE_ALLOW_FIXED_DECK)".into(),
             ));
@@ -89,9 +183,7 @@ impl Service {
             }
         }
         let seed = auth::random_bytes()?;
-        let seed_hash: [u8; 32] = Sha256::digest(seed).into();
-        let now = self.settings.clock.now();
-        let mut bot_seats = std::collections::BTreeMap::new();
+        let mut bots = std::collections::BTreeMap::new();
         for bot in &req.bots {
             let seat = u8::try_from(bot.seat)
                 .ok()
@@ -112,7 +204,12 @@ impl Service {
                     .map_err(|e| ApiError::invalid(format!("bots: {e}")))?;
                 bot.nonce.clone()
             };
-            if bot_seats.insert(seat, (strategy, nonce)).is_some() {
+            let bot = Bot {
+                seat,
+                strategy: strategy.to_owned(),
+                nonce: Some(nonce),
+            };
+            if bots.insert(seat, bot).is_some() {
                 return Err(ApiError::invalid(format!("seat {seat} is given two bots")));
             }
         }
@@ -127,7 +224,7 @@ impl Service {
                         seats - 1
                     ))
                 })?;
-            if bot_seats.contains_key(&seat) {
+            if bots.contains_key(&seat) {
                 return Err(ApiError::invalid(format!(
                     "seat {seat} is a bot's; it cannot be invited"
                 )));
@@ -137,185 +234,142 @@ impl Service {
             }
         }
         let creation = Creation {
-            config: parsed.config.clone(),
+            config: parsed.config,
             seat_count: seats,
             fixed_deck: parsed.fixed_deck,
             turn_timeout_secs: req.turn_timeout_secs,
             turn_reminder_secs: req.turn_reminder_secs,
-            bots: bot_seats
-                .iter()
-                .map(|(&seat, (strategy, nonce))| Bot {
-                    seat,
-                    strategy: (*strategy).to_owned(),
-                    nonce: Some(nonce.clone()),
-                })
-                .collect(),
+            bots: bots.into_values().collect(),
             deal_at_start: true,
-            invited: invited.iter().copied().collect(),
+            invited: invited.into_iter().collect(),
             rematch_of,
         };
-        let first = Event::Created(creation.clone());
-        let taken: Vec<SeatRecord> = bot_seats
-            .iter()
-            .map(|(&seat, (strategy, _))| SeatRecord {
-                seat,
-                player: Some(bots::player_name(strategy)),
-                token_hash: None,
-                bot: Some((*strategy).to_owned()),
-                account: None,
-                invited: false,
-            })
-            .collect();
-        // A retried creation names the match its first attempt created.
-        let keys = self.keys().await?;
-        let id = match request_id {
-            Some(request_id) => keys.match_id(request_id),
-            None => uuid::Uuid::new_v4(),
-        };
-        let invites = Self::invites(keys, id, &creation);
-        // Invited seats are written with the match, free and held.
-        let start_seats: Vec<SeatRecord> = taken
-            .iter()
-            .cloned()
-            .chain(invited.iter().map(|&seat| SeatRecord {
-                seat,
-                invited: true,
-                ..SeatRecord::default()
-            }))
-            .collect();
-        crate::telemetry::record_match(id);
-        let creator = client.map(|c| c.key.to_string());
-        if let Some(client) = client {
-            client.limiter.check_create(&client.key, bot_seats.len())?;
-            let cap = client.limiter.settings().max_open_matches;
-            let creator = creator.as_deref().unwrap_or_default();
-            if cap > 0 && self.store.open_by_creator(creator, cap).await? >= cap {
-                // A retry of a creation that went through answers what it created.
-                if request_id.is_some()
-                    && let Ok(again) = self.created_again(id, &creation).await
-                {
-                    return Ok(again);
-                }
-                return Err(client
-                    .limiter
-                    .too_many_open_matches(self.settings.open_match_expiry));
-            }
-        }
-        // Nothing is dealt until every seat is held: at once when every seat is a bot.
-        let version = game.rules_version();
-        let mut table = Table::new(game.clone(), &parsed.config, seats, seed, (version, true))?;
-        table.apply(1, &first)?;
-        // The match before its first event, moved past it by the rule every event follows.
-        let mut record = MatchRecord {
+        Ok(Create {
             id,
-            kind: game.kind().to_owned(),
-            config: serde_json::Value::Null,
+            game: game.clone(),
+            creation,
+            seed,
+            creator: None,
+            keys,
+        })
+    }
+
+    /// The seats written with the match: its bots', taken, and its invited seats, free and
+    /// held.
+    fn start_seats(&self) -> Vec<SeatRecord> {
+        let bots = self.creation.bots.iter().map(|bot| SeatRecord {
+            seat: bot.seat,
+            player: Some(bots::player_name(&bot.strategy)),
+            bot: Some(bot.strategy.clone()),
+            ..SeatRecord::default()
+        });
+        let invited = self.creation.invited.iter().map(|&seat| SeatRecord {
+            seat,
+            invited: true,
+            ..SeatRecord::default()
+        });
+        bots.chain(invited).collect()
+    }
+}
+
+impl Command for Create<'_> {
+    type Plan = ();
+    type Answer = pb::CreateMatchResponse;
+
+    fn blank(&self, at: DateTime<Utc>) -> ApiResult<Option<Live>> {
+        let c = &self.creation;
+        let version = self.game.rules_version();
+        // Nothing is dealt until every seat is held: at once when every seat is a bot.
+        let table = Table::new(
+            self.game.clone(),
+            &c.config,
+            c.seat_count,
+            self.seed,
+            (version, c.deal_at_start),
+        )?;
+        let record = MatchRecord {
+            id: self.id,
+            kind: self.game.kind().to_owned(),
+            config: c.config.clone(),
             rules_version: version,
-            seat_count: seats,
-            seats: SeatRecord::all(seats, &[]),
+            seat_count: c.seat_count,
+            seats: SeatRecord::all(c.seat_count, &[]),
             status: MatchStatus::Open,
-            seed_hash,
-            turn_timeout_secs: req.turn_timeout_secs,
-            turn_reminder_secs: req.turn_reminder_secs,
-            created_at: now,
-            updated_at: now,
+            seed_hash: Sha256::digest(self.seed).into(),
+            turn_timeout_secs: c.turn_timeout_secs,
+            turn_reminder_secs: c.turn_reminder_secs,
+            created_at: at,
+            updated_at: at,
             version: 0,
         };
-        let mut deadlines = Deadlines::new();
-        advance(&mut record, &mut deadlines, &first, 1, now, table.state());
-        let turns = pending_turns(&record, &deadlines, table.state(), now);
-        let wake = turns.as_ref().is_some_and(|t| !t.is_empty());
-        let created = self
-            .store
-            .create_match(
-                NewMatch {
-                    id,
-                    kind: game.kind().to_owned(),
-                    config: parsed.config,
-                    rules_version: game.rules_version(),
-                    seat_count: seats,
-                    seed,
-                    seed_hash,
-                    turn_timeout_secs: req.turn_timeout_secs,
-                    turn_reminder_secs: req.turn_reminder_secs,
-                    created_at: now,
-                    creator,
-                    start: MatchUpdate {
-                        status: Some(record.status),
-                        seats: start_seats,
-                        turns,
-                        notify: Vec::new(),
-                    },
-                },
-                vec![NewEvent {
-                    kind: kinds::CREATED.into(),
-                    actor: None,
-                    request_id: None,
-                    payload: first.payload(),
-                    at: now,
-                }],
-            )
-            .await;
-        let (record, events) = match created {
-            Err(StoreError::AlreadyExists(_)) if request_id.is_some() => {
-                return self.created_again(id, &creation).await;
-            }
-            created => created?,
+        let mut live = Live::new(record, table, true, HashMap::new());
+        // Kept for the reveal at the end, which then needs no read of it.
+        live.seed = Some(self.seed);
+        Ok(Some(live))
+    }
+
+    fn decide(&self, live: &Live, _fresh: bool, at: DateTime<Utc>) -> ApiResult<Decision<()>> {
+        if live.record.version > 0 {
+            // This server holds the match already: the request is a retry.
+            return Ok(Decision::Again(1, ()));
+        }
+        let event = Event::Created(self.creation.clone());
+        let mut table = live.table.clone();
+        let observations = table.apply(1, &event)?;
+        let after = live.after(&event, table.state(), at);
+        let record = &live.record;
+        let creates = NewMatch {
+            id: self.id,
+            kind: record.kind.clone(),
+            config: record.config.clone(),
+            rules_version: record.rules_version,
+            seat_count: record.seat_count,
+            seed: self.seed,
+            seed_hash: record.seed_hash,
+            turn_timeout_secs: record.turn_timeout_secs,
+            turn_reminder_secs: record.turn_reminder_secs,
+            created_at: at,
+            creator: self.creator.clone(),
+            start: after.update(self.start_seats(), Vec::new()),
         };
-        tracing::info!(match_id = %id, kind = game.kind(), seats, "match created");
-        if wake {
-            self.turns_written.notify_one();
-        }
-        let info = self.info(&record, game.as_ref()).await?;
-        let slot = self.slot(id);
-        let mut guard = slot.lock().await;
-        if guard.is_none() && record.version == events.last().map_or(0, |e| e.seq) {
-            // A new match awaits no human seat yet: open, or all bots.
-            let mut live = Live::new(record, table, true, HashMap::new());
-            // Kept for the reveal at the end, which then needs no read of it.
-            live.seed = Some(seed);
-            *guard = Some(live);
-        }
-        Ok(pb::CreateMatchResponse {
-            r#match: Some(info),
-            invites,
-            cancel_token: keys.cancel_token(id),
-        })
+        let write = Write {
+            event,
+            request_id: None,
+            at,
+            update: MatchUpdate::default(),
+            applied: Some(Applied {
+                table,
+                observations,
+            }),
+            ends: false,
+            remove_webhook: None,
+            creates: Some(Box::new(creates)),
+        };
+        Ok(Decision::Append(Box::new(write), ()))
     }
 
-    /// The invite codes of a creation's invited seats.
-    fn invites(keys: &Keys, id: MatchId, creation: &Creation) -> Vec<pb::Invite> {
-        creation
-            .invited
-            .iter()
-            .map(|&seat| pb::Invite {
-                seat: seat.into(),
-                code: keys.invite_code(id, seat),
-            })
-            .collect()
-    }
-
-    /// The answer to a creation retried with its request id: the match the first attempt
-    /// created, as it is now, if it was created from the same request.
-    pub(super) async fn created_again(
+    async fn answer(
         &self,
-        id: MatchId,
-        creation: &Creation,
+        service: &Service,
+        live: &mut Live,
+        (): (),
     ) -> ApiResult<pb::CreateMatchResponse> {
-        let first = self.store.read_events(id, 0, 1).await?;
-        let same = first.first().map(Event::of).transpose()?.is_some_and(
-            |e| matches!(e, Event::Created(stored) if same_creation(&stored, creation)),
-        );
-        if !same {
-            return Err(request_id_reused());
-        }
-        let record = self.store.get_match(id).await?;
-        let game = self.games.get(&record.kind)?.clone();
-        let keys = self.keys().await?;
+        let record = &live.record;
+        tracing::info!(match_id = %self.id, kind = record.kind, seats = record.seat_count, "match created");
         Ok(pb::CreateMatchResponse {
-            r#match: Some(self.info(&record, game.as_ref()).await?),
-            invites: Self::invites(keys, id, creation),
-            cancel_token: keys.cancel_token(id),
+            r#match: Some(service.info(record, live.game()).await?),
+            invites: invites(self.keys, self.id, &self.creation),
+            cancel_token: self.keys.cancel_token(self.id),
         })
+    }
+
+    async fn again(
+        &self,
+        service: &Service,
+        _live: &Live,
+        _seq: u64,
+        (): (),
+    ) -> ApiResult<pb::CreateMatchResponse> {
+        service.created_again(self.id, &self.creation).await
     }
 }

@@ -245,6 +245,7 @@ impl Command for Join<'_> {
             }),
             ends: false,
             remove_webhook,
+            creates: None,
         };
         Ok(Decision::Append(
             Box::new(write),

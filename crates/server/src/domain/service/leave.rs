@@ -55,6 +55,7 @@ impl Command for Leave<'_> {
             applied: None,
             ends: false,
             remove_webhook: None,
+            creates: None,
         };
         Ok(Decision::Append(Box::new(write), ()))
     }

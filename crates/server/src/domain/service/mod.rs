@@ -30,8 +30,8 @@ use chrono::{DateTime, Utc};
 use missive_proto::v1 as pb;
 use missive_rules::{Observation, SeatSet, Viewer};
 use missive_store::{
-    MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch, Notification,
-    PendingTurn, SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
+    Appended, MatchFilter, MatchId, MatchRecord, MatchStatus, MatchUpdate, NewEvent, NewMatch,
+    Notification, PendingTurn, SeatRecord, Snapshot, Store, StoreError, StoredEvent, TurnRecord,
 };
 
 use sha2::{Digest, Sha256};
@@ -58,7 +58,8 @@ pub const STORE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// ([`Service::bounded_write`]).
 const WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// How often an act or join retries after losing a race to another writer.
+/// How often a command decides again after its write lost a race to another writer: the one
+/// retry of a write there is (the store makes none of its own).
 const APPEND_ATTEMPTS: usize = 5;
 /// Updates a match's watchers may fall behind before they catch up from the store instead.
 /// The buffer is allocated whole for every watched match (about 40 bytes a slot), so it is

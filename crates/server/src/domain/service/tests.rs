@@ -7,6 +7,7 @@ use missive_store::GENESIS_HASH;
 
 use super::act::Act;
 use super::cancel::Close;
+use super::create::Create;
 use super::join::Join;
 use super::leave::Leave;
 use super::*;
@@ -632,4 +633,91 @@ fn an_open_match_expires_only_once_idle_for_the_whole_time() {
         }
     );
     assert_eq!(write.request_id, None);
+}
+
+/// CreateMatch for two seats of Love Letter with these bots and invited seats, decided by
+/// the creation command from its blank match, and the match its stored event folds into.
+fn created(bots: &[u32], invited: &[u32]) -> (Write, Live) {
+    let registry = Registry::new();
+    let keys = Keys::new([9; 32]);
+    let req = pb::CreateMatchRequest {
+        options: Some(pb::GameOptions {
+            game: Some(pb::game_options::Game::LoveLetter(
+                pb::LoveLetterOptions::default(),
+            )),
+        }),
+        seat_count: 2,
+        turn_timeout_secs: Some(60),
+        bots: bots
+            .iter()
+            .map(|&seat| pb::BotSeat {
+                seat,
+                strategy: "random".into(),
+                nonce: String::new(),
+            })
+            .collect(),
+        invite_seats: invited.to_vec(),
+        ..pb::CreateMatchRequest::default()
+    };
+    let id = MatchId::from_u128(8);
+    let create = Create::new(&registry, false, &keys, id, req, None).expect("a valid request");
+    let mut live = create
+        .blank(at())
+        .expect("a blank")
+        .expect("a creation has one");
+    assert_eq!(live.record.version, 0);
+    let Ok(Decision::Append(write, ())) = create.decide(&live, true, at()) else {
+        panic!("a creation appends its event");
+    };
+    let event = stored(id, 1, &write.event, None);
+    live.fold(&event, &write.event, None).expect("folded");
+    // A server that holds the match already answers the request again.
+    assert!(matches!(
+        create.decide(&live, true, at()),
+        Ok(Decision::Again(1, ()))
+    ));
+    (*write, live)
+}
+
+#[test]
+fn a_creation_is_a_command_whose_match_starts_as_the_fold_of_its_event_decides() {
+    // Every seat a bot's: taken and active at once, the awaited bot due at once.
+    let (write, live) = created(&[0, 1], &[]);
+    let start = &write.creates.as_ref().expect("a creation creates").start;
+    assert_eq!(start.status, Some(MatchStatus::Active));
+    assert_eq!(live.record.status, MatchStatus::Active);
+    let taken: Vec<_> = start
+        .seats
+        .iter()
+        .map(|s| (s.seat, s.bot.clone()))
+        .collect();
+    assert_eq!(
+        taken,
+        vec![(0, Some("random".into())), (1, Some("random".into()))]
+    );
+    for seat in &live.record.seats {
+        assert!(seat.player.is_some() && seat.bot.is_some(), "{seat:?}");
+    }
+    let turns = start
+        .turns
+        .as_ref()
+        .expect("a match with bots writes turns");
+    let awaited: Vec<u8> = live.state().awaiting().iter().collect();
+    assert_eq!(turns.iter().map(|t| t.seat).collect::<Vec<_>>(), awaited);
+    assert!(turns.iter().all(|t| t.due_at == at() && t.bot.is_some()));
+    assert_eq!(
+        write.update,
+        MatchUpdate::default(),
+        "the creation holds it all"
+    );
+
+    // A bot and an invited seat: open, the invited seat held, nothing due yet.
+    let (write, live) = created(&[1], &[0]);
+    let start = &write.creates.as_ref().expect("a creation creates").start;
+    assert_eq!(start.status, None);
+    assert_eq!(live.record.status, MatchStatus::Open);
+    let held: Vec<_> = start.seats.iter().map(|s| (s.seat, s.invited)).collect();
+    assert_eq!(held, vec![(1, false), (0, true)]);
+    assert_eq!(start.turns, Some(Vec::new()));
+    assert!(live.deadlines.is_empty());
 }

@@ -1,9 +1,10 @@
 //! The write path every command shares: a pure decision from the match as cached, one append
 //! with the expected version, and the retry of a race lost to another writer.
 //!
-//! A command ([`Command`]: an act, a join, a leave) decides from the cached match what to
-//! append ([`Decision`]). [`Service::write`] appends it; a stale cache makes the append fail
-//! its version check, and the command decides again from a fresh read. A refusal decided from
+//! A command ([`Command`]: a creation, an act, a join, a leave) decides from the cached match
+//! what to append ([`Decision`]); a creation decides from the match before its first event.
+//! [`Service::write`] appends it; a stale cache makes the append fail its version check, and
+//! the command decides again from a fresh read. A refusal decided from
 //! the cache is only returned once a fresh read confirms it. The committed event is folded
 //! into the cache as the decision computed it (see [`Applied`]), then the command answers.
 
@@ -33,6 +34,18 @@ pub(super) struct Write {
     /// A seat whose webhook, a previous holder's, is removed before the append (decided from
     /// a fresh read only).
     pub(super) remove_webhook: Option<u8>,
+    /// The match the event creates, written with it (its `start` holds the match's changes;
+    /// `update` is then empty).
+    pub(super) creates: Option<Box<NewMatch>>,
+}
+
+/// What the store wrote for a decision.
+struct Stored {
+    appended: Appended,
+    /// Pending turns were written, which the turn worker is woken for.
+    wrote_turns: bool,
+    /// The row of the match the write created.
+    created: Option<MatchRecord>,
 }
 
 /// A request that appends one event to a match.
@@ -43,6 +56,13 @@ pub(super) trait Command {
 
     /// Whether to decide from a fresh read from the start instead of trusting the cache.
     const FRESH: bool = false;
+
+    /// For a command that creates its match: the match before its first event, which it
+    /// decides from unless this server holds the match already (a retry).
+    fn blank(&self, at: DateTime<Utc>) -> ApiResult<Option<Live>> {
+        let _ = at;
+        Ok(None)
+    }
 
     /// The decision from `live`, at time `at`. Pure: reads nothing and writes nothing. `fresh`
     /// says whether `live` is known to be current; an `Err` from a match that is not is
@@ -91,11 +111,26 @@ impl Service {
     {
         let mut fresh = C::FRESH;
         for _ in 0..APPEND_ATTEMPTS {
-            let mut guard = self.for_write(id, &mut fresh).await?;
-            let live = guard
-                .as_mut()
-                .ok_or_else(|| ApiError::internal("match not loaded"))?;
             let at = self.settings.clock.now();
+            // A match being created is decided from its blank until it is cached.
+            let mut blank = None;
+            let mut guard = match command.blank(at)? {
+                Some(new) => {
+                    let guard = self.slot(id).lock_owned().await;
+                    if guard.is_none() {
+                        blank = Some(new);
+                        fresh = true;
+                    }
+                    guard
+                }
+                None => self.for_write(id, &mut fresh).await?,
+            };
+            let live = match blank.as_mut() {
+                Some(live) => live,
+                None => guard
+                    .as_mut()
+                    .ok_or_else(|| ApiError::internal("match not loaded"))?,
+            };
             let (write, plan) = match command.decide(live, fresh, at) {
                 Ok(Decision::Append(write, plan)) => (*write, plan),
                 Ok(Decision::Again(seq, plan)) => {
@@ -127,16 +162,13 @@ impl Service {
                 at,
                 update,
                 applied,
+                creates,
                 ..
             } = write;
-            let wrote_turns = update.turns.as_ref().is_some_and(|t| !t.is_empty());
+            let expected = live.record.version;
             let new = event.to_new(request_id, at);
-            match self
-                .store
-                .append(id, live.record.version, vec![new], update)
-                .await
-            {
-                Ok(appended) if appended.duplicate => {
+            match self.store_write(id, expected, new, update, creates).await {
+                Ok(Stored { appended, .. }) if appended.duplicate => {
                     // Another server applied this request first: answer as it did. The slot's
                     // lock is released first: `current` takes it again.
                     *guard = None;
@@ -145,14 +177,28 @@ impl Service {
                     let live = guard
                         .as_ref()
                         .ok_or_else(|| ApiError::internal("match not loaded"))?;
-                    let seq = appended.events.first().map_or(0, |e| e.seq);
+                    let seq = appended.events.first().map_or(expected + 1, |e| e.seq);
                     return command.again(self, live, seq, plan).await;
                 }
-                Ok(appended) => {
+                Ok(Stored {
+                    appended,
+                    wrote_turns,
+                    created,
+                }) => {
                     let mut applied = applied;
                     for stored in appended.events {
                         self.after_append(live, stored, &event, applied.take())?;
                     }
+                    if let Some(record) = created {
+                        // The store's row of the new match, as every later read has it.
+                        live.replace_record(record);
+                    }
+                    if let Some(new) = blank.take() {
+                        *guard = Some(new);
+                    }
+                    let live = guard
+                        .as_mut()
+                        .ok_or_else(|| ApiError::internal("match not loaded"))?;
                     if wrote_turns {
                         self.turns_written.notify_one();
                     }
@@ -171,6 +217,42 @@ impl Service {
         Err(ApiError::Unavailable(
             "too much contention on this match".into(),
         ))
+    }
+
+    /// Writes one decided event: an append at version `expected`, or the creation of the match
+    /// with its first event. A creation this request made before is told as a duplicate.
+    async fn store_write(
+        &self,
+        id: MatchId,
+        expected: u64,
+        new: NewEvent,
+        update: MatchUpdate,
+        creates: Option<Box<NewMatch>>,
+    ) -> Result<Stored, StoreError> {
+        let Some(creates) = creates else {
+            let wrote_turns = update.turns.as_ref().is_some_and(|t| !t.is_empty());
+            let appended = self.store.append(id, expected, vec![new], update).await?;
+            return Ok(Stored {
+                appended,
+                wrote_turns,
+                created: None,
+            });
+        };
+        let wrote_turns = creates.start.turns.as_ref().is_some_and(|t| !t.is_empty());
+        let (appended, created) = match self.store.create_match(*creates, vec![new]).await {
+            Ok((record, events)) => (events, Some(record)),
+            Err(StoreError::AlreadyExists(_)) => (Vec::new(), None),
+            Err(e) => return Err(e),
+        };
+        Ok(Stored {
+            appended: Appended {
+                duplicate: created.is_none(),
+                events: appended,
+                webhooks_queued: false,
+            },
+            wrote_turns,
+            created,
+        })
     }
 
     /// Folds an event this server appended into the cache, writes a snapshot when one is due
