@@ -98,18 +98,14 @@ impl Command for Act<'_> {
                 .filter(|s| !before.contains(*s));
             crate::webhooks::your_turn(self.id, version + 1, at, newly)
         };
+        let update = after.update(Vec::new(), notify);
         let write = Write {
-            event,
-            request_id: Some(self.request_id.to_owned()),
-            at,
-            update: after.update(Vec::new(), notify),
             applied: Some(Applied {
                 table: next,
                 observations,
             }),
             ends: over,
-            remove_webhook: None,
-            creates: None,
+            ..Write::of(event, Some(self.request_id.to_owned()), at, update)
         };
         Ok(Decision::Append(Box::new(write), seat))
     }
@@ -206,8 +202,7 @@ impl Act<'_> {
 
 impl Service {
     pub async fn act(&self, caller: &Caller, req: pb::ActRequest) -> ApiResult<pb::ActResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         if req.request_id.is_empty() {
             return Err(ApiError::invalid(format!(
                 "requestId is required: 1 to {} characters, unique per action",

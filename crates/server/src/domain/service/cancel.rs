@@ -17,10 +17,8 @@ impl Service {
         caller: &Caller,
         req: pb::CancelMatchRequest,
     ) -> ApiResult<pb::CancelMatchResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
-        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
-        crate::telemetry::record_request_id(request_id);
+        let id = match_named(&req.match_id)?;
+        let request_id = request_id_named(&req.request_id)?;
         limits::text("cancelToken", &req.cancel_token, limits::MAX_INVITE_CODE)?;
         self.may_cancel(id, caller, &req.cancel_token).await?;
         self.write(
@@ -147,15 +145,10 @@ impl Command for Close<'_> {
             reason: self.reason,
         };
         let after = live.after(&event, live.state(), at);
+        let update = after.update(Vec::new(), Vec::new());
         let write = Write {
-            event,
-            request_id: self.request_id.map(str::to_owned),
-            at,
-            update: after.update(Vec::new(), Vec::new()),
-            applied: None,
             ends: true,
-            remove_webhook: None,
-            creates: None,
+            ..Write::of(event, self.request_id.map(str::to_owned), at, update)
         };
         Ok(Decision::Append(Box::new(write), ()))
     }

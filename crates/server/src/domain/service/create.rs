@@ -44,9 +44,7 @@ impl Service {
         client: Option<&crate::ratelimit::Client>,
         req: pb::CreateMatchRequest,
     ) -> ApiResult<pb::CreateMatchResponse> {
-        let request_id =
-            limits::optional_request_id("requestId", &req.request_id, 1)?.map(str::to_owned);
-        crate::telemetry::record_request_id(request_id.as_deref());
+        let request_id = request_id_named(&req.request_id)?.map(str::to_owned);
         self.create(client, req, request_id.as_deref(), None).await
     }
 
@@ -333,17 +331,12 @@ impl Command for Create<'_> {
             start: after.update(self.start_seats(), Vec::new()),
         };
         let write = Write {
-            event,
-            request_id: None,
-            at,
-            update: MatchUpdate::default(),
             applied: Some(Applied {
                 table,
                 observations,
             }),
-            ends: false,
-            remove_webhook: None,
             creates: Some(Box::new(creates)),
+            ..Write::of(event, None, at, MatchUpdate::default())
         };
         Ok(Decision::Append(Box::new(write), ()))
     }

@@ -22,8 +22,7 @@ impl Service {
         req: &pb::JoinMatchRequest,
         request_id: Option<&str>,
     ) -> ApiResult<pb::JoinMatchResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         let account = caller.player.as_ref();
         // With a player token the name may come from the token: its `name`, else its subject.
         let player = match (req.player.trim(), account) {
@@ -235,17 +234,12 @@ impl Command for Join<'_> {
         };
         let update = after.update(seats, notify);
         let write = Write {
-            event,
-            request_id: self.stored_id.clone(),
-            at,
-            update,
             applied: Some(Applied {
                 table: next,
                 observations,
             }),
-            ends: false,
             remove_webhook,
-            creates: None,
+            ..Write::of(event, self.stored_id.clone(), at, update)
         };
         Ok(Decision::Append(
             Box::new(write),

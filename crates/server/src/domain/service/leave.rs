@@ -8,10 +8,8 @@ impl Service {
         caller: &Caller,
         req: pb::LeaveMatchRequest,
     ) -> ApiResult<pb::LeaveMatchResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
-        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
-        crate::telemetry::record_request_id(request_id);
+        let id = match_named(&req.match_id)?;
+        let request_id = request_id_named(&req.request_id)?;
         self.write(id, &Leave { caller, request_id }).await
     }
 }
@@ -47,16 +45,8 @@ impl Command for Leave<'_> {
             MatchStatus::Active => Vec::new(),
             _ => return Err(ApiError::precondition(Rule::MatchOver, "the match is over")),
         };
-        let write = Write {
-            event,
-            request_id: self.request_id.map(str::to_owned),
-            at,
-            update: after.update(seats, Vec::new()),
-            applied: None,
-            ends: false,
-            remove_webhook: None,
-            creates: None,
-        };
+        let update = after.update(seats, Vec::new());
+        let write = Write::of(event, self.request_id.map(str::to_owned), at, update);
         Ok(Decision::Append(Box::new(write), ()))
     }
 

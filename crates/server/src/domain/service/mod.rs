@@ -162,6 +162,20 @@ fn request_id_reused() -> ApiError {
     )
 }
 
+/// The match a request names, recorded on the request's span.
+fn match_named(id: &str) -> ApiResult<MatchId> {
+    let id = parse_id(id)?;
+    crate::telemetry::record_match(id);
+    Ok(id)
+}
+
+/// The optional request id a request carries, checked and recorded on the request's span.
+fn request_id_named(request_id: &str) -> ApiResult<Option<&str>> {
+    let request_id = limits::optional_request_id("requestId", request_id, 1)?;
+    crate::telemetry::record_request_id(request_id);
+    Ok(request_id)
+}
+
 fn parse_id(id: &str) -> ApiResult<MatchId> {
     id.parse().map_err(|_| {
         // A long id is not echoed back.

@@ -20,8 +20,7 @@ impl Service {
     }
 
     pub async fn get_match(&self, req: pb::GetMatchRequest) -> ApiResult<pb::GetMatchResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         let record = self.store.get_match(id).await?;
         let game = self.games.get(&record.kind)?.clone();
         Ok(pb::GetMatchResponse {
@@ -86,8 +85,7 @@ impl Service {
         caller: &Caller,
         req: pb::GetViewRequest,
     ) -> ApiResult<pb::GetViewResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         let guard = self.current(id).await?;
         let live = guard
             .as_ref()
@@ -139,8 +137,7 @@ impl Service {
         caller: &Caller,
         req: pb::GetHistoryRequest,
     ) -> ApiResult<pb::GetHistoryResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         let record = self.store.get_match(id).await?;
         let viewer = auth::viewer(&record, caller, req.seat, false)?;
         let game = self.games.get(&record.kind)?.clone();

@@ -13,8 +13,7 @@ impl Service {
         caller: &Caller,
         req: pb::RematchRequest,
     ) -> ApiResult<pb::RematchResponse> {
-        let old_id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(old_id);
+        let old_id = match_named(&req.match_id)?;
         let old = self.store.get_match(old_id).await?;
         let Viewer::Seat(seat) = auth::viewer(&old, caller, None, true)? else {
             unreachable!("a required token gives a seat")

@@ -39,8 +39,7 @@ impl Service {
         caller: &Caller,
         req: pb::WatchMatchRequest,
     ) -> ApiResult<impl Stream<Item = WatchItem> + Send + 'static + use<>> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         // Subscribed before the match is read, so that no event falls between the read (the
         // first catch-up starts from it) and the updates handed over after it.
         let updates = self.subscribe(id);

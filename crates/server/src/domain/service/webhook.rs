@@ -23,10 +23,8 @@ impl Service {
         caller: &Caller,
         req: pb::SetWebhookRequest,
     ) -> ApiResult<pb::SetWebhookResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
-        let request_id = limits::optional_request_id("requestId", &req.request_id, 1)?;
-        crate::telemetry::record_request_id(request_id);
+        let id = match_named(&req.match_id)?;
+        let request_id = request_id_named(&req.request_id)?;
         limits::text("url", &req.url, crate::webhooks::MAX_URL)?;
         let (record, seat) = self.token_seat(caller, id).await?;
         if req.url.is_empty() {
@@ -75,8 +73,7 @@ impl Service {
         caller: &Caller,
         req: pb::GetWebhookRequest,
     ) -> ApiResult<pb::GetWebhookResponse> {
-        let id = parse_id(&req.match_id)?;
-        crate::telemetry::record_match(id);
+        let id = match_named(&req.match_id)?;
         let (_, seat) = self.token_seat(caller, id).await?;
         let url = self
             .store

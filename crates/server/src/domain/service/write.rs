@@ -39,6 +39,28 @@ pub(super) struct Write {
     pub(super) creates: Option<Box<NewMatch>>,
 }
 
+impl Write {
+    /// `event`, appended under `request_id` at `at` with the match changes `update`, and
+    /// nothing else: the rules apply it when it is folded.
+    pub(super) fn of(
+        event: Event,
+        request_id: Option<String>,
+        at: DateTime<Utc>,
+        update: MatchUpdate,
+    ) -> Write {
+        Write {
+            event,
+            request_id,
+            at,
+            update,
+            applied: None,
+            ends: false,
+            remove_webhook: None,
+            creates: None,
+        }
+    }
+}
+
 /// What the store wrote for a decision.
 struct Stored {
     appended: Appended,
