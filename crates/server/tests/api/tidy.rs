@@ -529,6 +529,46 @@ fn configuration_builds_no_layers_and_the_rules_do_no_io() {
     }
 }
 
+/// The core builds protobuf content in two places only: `render.rs` (records and states into
+/// infos, views, history, audit logs) and the game adapters (`games/`, each game's own
+/// messages); `audit.rs` reads and writes the audit log, whose format is protobuf. Every other
+/// core module builds only the request and response messages that carry what those built.
+#[test]
+fn only_the_renderer_and_the_game_adapters_build_protobuf_in_the_core() {
+    let domain = workspace().join("crates/server/src/domain");
+    let mut files = Vec::new();
+    rust_files(&domain, &mut files);
+    let allowed = |file: &Path| {
+        let relative = file.strip_prefix(&domain).expect("under domain");
+        relative.starts_with("games")
+            || relative.ends_with("service/render.rs")
+            || relative.ends_with("audit.rs")
+            || relative.ends_with("tests.rs")
+    };
+    let mut built = Vec::new();
+    for file in files.iter().filter(|f| !allowed(f)) {
+        let code = code_of(&std::fs::read_to_string(file).expect("a source file"));
+        for (at, _) in code.match_indices("pb::") {
+            let path: String = code[at + 4..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let name = path.rsplit("::").next().unwrap_or_default();
+            let literal = code[at + 4 + path.len()..].trim_start().starts_with('{');
+            // A bot seat is part of the creation request a rematch sends.
+            let envelope =
+                name.ends_with("Request") || name.ends_with("Response") || name == "BotSeat";
+            if literal && !envelope {
+                built.push(format!("{}: pb::{path}", file.display()));
+            }
+        }
+    }
+    assert!(
+        built.is_empty(),
+        "protobuf built outside render.rs and the game adapters: {built:#?}"
+    );
+}
+
 #[test]
 fn the_import_reader_sees_a_circle_and_a_re_export() {
     let dir = std::env::temp_dir().join(format!("missive-tidy-{}", std::process::id()));

@@ -107,22 +107,10 @@ impl Service {
         let keys = self.keys().await?;
         Ok(pb::CreateMatchResponse {
             r#match: Some(self.info(&record, game.as_ref()).await?),
-            invites: invites(keys, id, creation),
+            invites: Service::invites(keys, id, creation),
             cancel_token: keys.cancel_token(id),
         })
     }
-}
-
-/// The invite codes of a creation's invited seats.
-fn invites(keys: &Keys, id: MatchId, creation: &Creation) -> Vec<pb::Invite> {
-    creation
-        .invited
-        .iter()
-        .map(|&seat| pb::Invite {
-            seat: seat.into(),
-            code: keys.invite_code(id, seat),
-        })
-        .collect()
 }
 
 /// A match to create, from a request found valid.
@@ -351,7 +339,7 @@ impl Command for Create<'_> {
         tracing::info!(match_id = %self.id, kind = record.kind, seats = record.seat_count, "match created");
         Ok(pb::CreateMatchResponse {
             r#match: Some(service.info(record, live.game()).await?),
-            invites: invites(self.keys, self.id, &self.creation),
+            invites: Service::invites(self.keys, self.id, &self.creation),
             cancel_token: self.keys.cancel_token(self.id),
         })
     }

@@ -184,15 +184,6 @@ fn parse_id(id: &str) -> ApiResult<MatchId> {
     })
 }
 
-fn status_to_proto(status: MatchStatus) -> pb::MatchStatus {
-    match status {
-        MatchStatus::Open => pb::MatchStatus::Open,
-        MatchStatus::Active => pb::MatchStatus::Active,
-        MatchStatus::Finished => pb::MatchStatus::Finished,
-        MatchStatus::Abandoned => pb::MatchStatus::Abandoned,
-    }
-}
-
 fn is_over(status: MatchStatus) -> bool {
     matches!(status, MatchStatus::Finished | MatchStatus::Abandoned)
 }

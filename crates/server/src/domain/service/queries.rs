@@ -157,32 +157,15 @@ impl Service {
         })
         .await?;
         let audit = if over {
-            let seed_commitment = hex::encode(record.seed_hash);
-            // The head states where the log ends and how, signed: a copy cut short, or one
-            // whose outcome was rewritten, no longer verifies against it.
-            let mut head = pb::AuditHead {
-                match_id: id.to_string(),
-                version,
-                hash: audit_events
-                    .last()
-                    .map(|e: &pb::AuditEvent| e.hash.clone())
-                    .unwrap_or_default(),
-                status: status_to_proto(record.status) as i32,
+            let seed = self.store.seed(id).await?;
+            let signer = self.audit_signer().await?;
+            Some(Self::audit_log(
+                &record,
+                seed,
+                audit_events,
                 outcome,
-                seed_commitment: seed_commitment.clone(),
-                rules_version: record.rules_version,
-                key_id: String::new(),
-                signature: String::new(),
-            };
-            self.audit_signer().await?.sign(&mut head);
-            Some(pb::AuditLog {
-                seed: hex::encode(self.store.seed(id).await?),
-                seed_commitment,
-                rules_version: record.rules_version,
-                events: audit_events,
-                format: crate::audit::FORMAT,
-                head: Some(head),
-            })
+                signer,
+            ))
         } else {
             None
         };
@@ -270,7 +253,6 @@ impl Service {
             .map(|s| s.seat)
             .ok_or_else(|| ApiError::internal("a listed match without the player's seat"))?;
         let game = self.games.get(&record.kind)?.clone();
-        let last_activity = Some(timestamp(record.updated_at));
         let (your_turn, deadline) = if record.status == MatchStatus::Active {
             let guard = self.current(record.id).await?;
             let live = guard
@@ -282,18 +264,19 @@ impl Service {
                 .deadlines
                 .iter()
                 .find(|(s, _)| *s == seat)
-                .map(|(_, due)| timestamp(*due));
+                .map(|(_, due)| *due);
             (awaited, deadline.filter(|_| awaited))
         } else {
             (false, None)
         };
-        Ok(pb::MyMatch {
-            r#match: Some(self.info(&record, game.as_ref()).await?),
-            seat: seat.into(),
+        let info = self.info(&record, game.as_ref()).await?;
+        Ok(Self::my_match_of(
+            info,
+            seat,
             your_turn,
             deadline,
-            last_activity,
-        })
+            record.updated_at,
+        ))
     }
 }
 

@@ -1,5 +1,6 @@
 //! The one place the service builds `pb::` messages from store records and game states:
-//! match info, views, history entries and audit events.
+//! match info, views, history entries, audit events and logs, a player's matches, invites and
+//! webhook deliveries. Commands and reads only wrap what is built here in their answers.
 
 use super::*;
 
@@ -257,5 +258,92 @@ impl Service {
             hash: hex::encode(event.hash),
             body,
         })
+    }
+}
+
+pub(super) fn status_to_proto(status: MatchStatus) -> pb::MatchStatus {
+    match status {
+        MatchStatus::Open => pb::MatchStatus::Open,
+        MatchStatus::Active => pb::MatchStatus::Active,
+        MatchStatus::Finished => pb::MatchStatus::Finished,
+        MatchStatus::Abandoned => pb::MatchStatus::Abandoned,
+    }
+}
+
+impl Service {
+    /// The invite codes of a creation's invited seats.
+    pub(super) fn invites(keys: &Keys, id: MatchId, creation: &Creation) -> Vec<pb::Invite> {
+        creation
+            .invited
+            .iter()
+            .map(|&seat| pb::Invite {
+                seat: seat.into(),
+                code: keys.invite_code(id, seat),
+            })
+            .collect()
+    }
+
+    /// One of a player's matches, from their `seat`: whether it awaits them, and until when.
+    pub(super) fn my_match_of(
+        info: pb::MatchInfo,
+        seat: u8,
+        your_turn: bool,
+        deadline: Option<DateTime<Utc>>,
+        last_activity: DateTime<Utc>,
+    ) -> pb::MyMatch {
+        pb::MyMatch {
+            r#match: Some(info),
+            seat: seat.into(),
+            your_turn,
+            deadline: deadline.map(timestamp),
+            last_activity: Some(timestamp(last_activity)),
+        }
+    }
+
+    /// A webhook notification's delivery, as its seat's holder may see it.
+    pub(super) fn delivery(d: missive_store::DeliveryRecord) -> pb::WebhookDelivery {
+        pb::WebhookDelivery {
+            version: d.key.seq,
+            url: d.url,
+            attempts: d.attempts,
+            delivered_at: d.delivered_at.map(timestamp),
+            next_attempt_at: d.next_attempt_at.map(timestamp),
+            last_status: d.last_status.map(u32::from),
+            last_error: d.last_error.unwrap_or_default(),
+            r#type: d.key.kind.as_str().to_owned(),
+        }
+    }
+
+    /// The audit log of an ended match (`record`, its `seed`): its events, and the head that
+    /// states where the log ends and how, signed, so that a copy cut short, or one whose
+    /// outcome was rewritten, no longer verifies against it.
+    pub(super) fn audit_log(
+        record: &MatchRecord,
+        seed: [u8; 32],
+        events: Vec<pb::AuditEvent>,
+        outcome: Option<pb::Outcome>,
+        signer: &crate::audit::Signer,
+    ) -> pb::AuditLog {
+        let seed_commitment = hex::encode(record.seed_hash);
+        let mut head = pb::AuditHead {
+            match_id: record.id.to_string(),
+            version: events.last().map_or(0, |e| e.seq),
+            hash: events.last().map(|e| e.hash.clone()).unwrap_or_default(),
+            status: status_to_proto(record.status) as i32,
+            outcome,
+            seed_commitment: seed_commitment.clone(),
+            rules_version: record.rules_version,
+            key_id: String::new(),
+            signature: String::new(),
+        };
+        signer.sign(&mut head);
+        pb::AuditLog {
+            seed: hex::encode(seed),
+            seed_commitment,
+            rules_version: record.rules_version,
+            events,
+            format: crate::audit::FORMAT,
+            head: Some(head),
+        }
     }
 }

@@ -86,16 +86,7 @@ impl Service {
             .deliveries(id, Some(seat), limits::RECENT_DELIVERIES)
             .await?
             .into_iter()
-            .map(|d| pb::WebhookDelivery {
-                version: d.key.seq,
-                url: d.url,
-                attempts: d.attempts,
-                delivered_at: d.delivered_at.map(timestamp),
-                next_attempt_at: d.next_attempt_at.map(timestamp),
-                last_status: d.last_status.map(u32::from),
-                last_error: d.last_error.unwrap_or_default(),
-                r#type: d.key.kind.as_str().to_owned(),
-            })
+            .map(Self::delivery)
             .collect();
         Ok(pb::GetWebhookResponse { url, deliveries })
     }
