@@ -110,11 +110,7 @@ async fn failover(tools: Tools) {
         async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                let failures = shared
-                    .failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
+                let failures = shared.failures();
                 eprintln!(
                     "t+{:>2.0}s: {} acts acknowledged, failed attempts {failures:?}",
                     start.elapsed().as_secs_f64(),
@@ -293,11 +289,7 @@ async fn failover(tools: Tools) {
 
     let retried: Vec<&Ack> = acks.iter().filter(|a| a.failed_attempts > 0).collect();
     let answered_as_duplicates = retried.iter().filter(|a| a.duplicate).count();
-    let failures = shared
-        .failures
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let failures = shared.failures();
     eprintln!(
         "failover: new leader {new_leader} after {:.1}s; RTO (kill to the first new act acknowledged) {:.1}s",
         promoted.as_secs_f64(),

@@ -38,6 +38,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The failed attempts so far, by kind.
+    pub(crate) fn failures(&self) -> BTreeMap<String, u32> {
+        self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn failed(&self, kind: String) {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         *failures.entry(kind).or_default() += 1;

@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, Lcg, audit_log, authed, http_act, seat_view, spawn_app};
+use crate::helpers::{
+    Backend, Lcg, act_with, audit_log, authed, backend_tests, game_events, get_match, http_act,
+    join_as, seat_act, seat_view, spawn_app,
+};
 
 const KIND: &str = "amori-e-intrighi";
 
@@ -196,21 +199,12 @@ async fn drive(
         };
         idle_since = Instant::now();
         let action = view.legal_actions[pick(&view, seat, &mut rng)].clone();
-        let response = client
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.to_owned(),
-                    action: Some(action),
-                    request_id: uuid::Uuid::new_v4().to_string(),
-                    expected_version: Some(view.version),
-                    seat: Some(seat),
-                    ..Default::default()
-                },
-                &driven[&seat],
-            ))
-            .await
-            .expect("a listed legal action is accepted")
-            .into_inner();
+        let response = act_with(
+            client,
+            seat_act(match_id, seat, action, Some(view.version)),
+            &driven[&seat],
+        )
+        .await;
         actions += 1;
         let view = response.view.expect("a view");
         // A seat often moves several times in a row (visit, location action, events): its
@@ -421,25 +415,8 @@ async fn full_match_is_played_and_shows_each_seat_only_its_own(
     let mut viewers: Vec<Option<u32>> = (0..seats).map(Some).collect();
     viewers.push(None);
     for viewer in viewers {
-        let mut request = tonic::Request::new(pb::GetHistoryRequest {
-            match_id: played.match_id.clone(),
-            seat: viewer,
-        });
-        if let Some(seat) = viewer {
-            request = authed(request.into_inner(), &tokens[seat as usize]);
-        }
-        let got: Vec<(u64, pb::GameEvent)> = client
-            .get_history(request)
-            .await
-            .expect("history")
-            .into_inner()
-            .entries
-            .into_iter()
-            .filter_map(|e| match e.entry {
-                Some(pb::history_entry::Entry::Game(event)) => Some((e.seq, event)),
-                _ => None,
-            })
-            .collect();
+        let token = viewer.map(|seat| tokens[seat as usize].as_str());
+        let got = game_events(&mut client, &played.match_id, viewer, token).await;
         let who = viewer.map_or(Viewer::Spectator, |s| Viewer::Seat(s as u8));
         let expected: Vec<(u64, pb::GameEvent)> = steps
             .iter()
@@ -482,16 +459,11 @@ async fn full_match_is_played_and_shows_each_seat_only_its_own(
     );
 }
 
-#[tokio::test]
-async fn two_mothers_play_a_whole_match_over_grpc_on_postgres() {
-    full_match_is_played_and_shows_each_seat_only_its_own(Backend::Postgres, 2, 11).await;
-}
-
-#[tokio::test]
-async fn two_mothers_play_a_whole_match_over_grpc_on_citus() {
-    if crate::helpers::citus_available() {
-        full_match_is_played_and_shows_each_seat_only_its_own(Backend::Citus, 2, 11).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    full_match_is_played_and_shows_each_seat_only_its_own(2, 11):
+    Postgres => two_mothers_play_a_whole_match_over_grpc_on_postgres,
+    Citus => two_mothers_play_a_whole_match_over_grpc_on_citus,
 }
 
 #[tokio::test]
@@ -503,15 +475,11 @@ async fn three_mothers_play_a_whole_match_over_grpc_on_sqlite() {
 async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused() {
     let app = spawn_app(Backend::Postgres).await;
     let created: Value = app
-        .http
-        .post(app.url("/v1/matches"))
-        .json(&json!({ "options": { "amori": { "startingPlayer": 1 } }, "seatCount": 2 }))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
+        .post_json(
+            "/v1/matches",
+            &json!({ "options": { "amori": { "startingPlayer": 1 } }, "seatCount": 2 }),
+        )
+        .await;
     assert_eq!(created["match"]["kind"], KIND, "{created}");
     assert_eq!(created["match"]["options"]["amori"]["startingPlayer"], 1);
     let id = created["match"]["matchId"]
@@ -520,17 +488,7 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
         .to_owned();
     let mut tokens = Vec::new();
     for player in ["ann", "bea"] {
-        let joined: Value = app
-            .http
-            .post(app.url(&format!("/v1/matches/{id}/join")))
-            .json(&json!({ "player": player }))
-            .send()
-            .await
-            .expect("join")
-            .json()
-            .await
-            .expect("json");
-        tokens.push(joined["seatToken"].as_str().expect("seatToken").to_owned());
+        tokens.push(app.http_join(&id, player).await);
     }
 
     // Seat 1 starts: it visits the Park, in the canonical JSON a third-party client writes.
@@ -575,15 +533,11 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
 
     // Its history over HTTP shows the move, and the opening hand to seat 1 alone.
     let history: Value = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/history")))
-        .bearer_auth(&tokens[0])
-        .send()
-        .await
-        .expect("history")
-        .json()
-        .await
-        .expect("json");
+        .get_json(
+            &format!("/v1/matches/{id}/history"),
+            Some(tokens[0].as_str()),
+        )
+        .await;
     let events: Vec<&Value> = history["entries"]
         .as_array()
         .expect("entries")
@@ -600,15 +554,8 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
     // Seat 0 is proto3's default value; responses write it all the same.
     assert_eq!(dealt[0]["seat"], json!(0));
     let seat0: Value = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/view")))
-        .bearer_auth(&tokens[0])
-        .send()
-        .await
-        .expect("view")
-        .json()
-        .await
-        .expect("json");
+        .get_json(&format!("/v1/matches/{id}/view"), Some(tokens[0].as_str()))
+        .await;
     assert_eq!(
         dealt[0]["cards"],
         seat0["view"]["game"]["amori"]["players"][0]["hand"]
@@ -619,16 +566,7 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
     let version = |client: &MissiveClient<Channel>| {
         let mut client = client.clone();
         let id = id.clone();
-        async move {
-            client
-                .get_match(pb::GetMatchRequest { match_id: id })
-                .await
-                .expect("match")
-                .into_inner()
-                .r#match
-                .expect("info")
-                .version
-        }
+        async move { get_match(&mut client, &id).await.version }
     };
     let before = version(&client).await;
     let act = |action: pb::amori_action::Action, token: &str| {
@@ -755,19 +693,14 @@ async fn an_amori_action_round_trips_over_http_json_and_illegal_ones_are_refused
     assert_eq!(version(&client).await, before, "refusals change nothing");
 }
 
-/// Two server-side bots and a human seat play a whole game: the bots move from their own
-/// seats' views, through the same path as a player's actions, and the log of the finished
-/// match verifies and replays with every seat's moves in it.
-#[tokio::test]
-async fn a_mother_plays_a_whole_match_against_two_bots_on_postgres() {
-    a_mother_plays_a_whole_match_against_two_bots(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_mother_plays_a_whole_match_against_two_bots_on_citus() {
-    if crate::helpers::citus_available() {
-        a_mother_plays_a_whole_match_against_two_bots(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    a_mother_plays_a_whole_match_against_two_bots:
+    /// Two server-side bots and a human seat play a whole game: the bots move from their own
+    /// seats' views, through the same path as a player's actions, and the log of the finished
+    /// match verifies and replays with every seat's moves in it.
+    Postgres => a_mother_plays_a_whole_match_against_two_bots_on_postgres,
+    Citus => a_mother_plays_a_whole_match_against_two_bots_on_citus,
 }
 
 async fn a_mother_plays_a_whole_match_against_two_bots(backend: Backend) {
@@ -796,16 +729,7 @@ async fn a_mother_plays_a_whole_match_against_two_bots(backend: Backend) {
     let bots: Vec<bool> = info.seats.iter().map(|s| s.bot).collect();
     assert_eq!(bots, [false, true, true]);
     assert_eq!(info.status, pb::MatchStatus::Open as i32, "seat 0 is free");
-    let joined = client
-        .join_match(pb::JoinMatchRequest {
-            match_id: info.match_id.clone(),
-            player: "mother 0".into(),
-            seat: None,
-            ..Default::default()
-        })
-        .await
-        .expect("the free seat is the human's")
-        .into_inner();
+    let joined = join_as(&mut client, &info.match_id, "mother 0", None).await;
     assert_eq!(joined.seat, 0);
     let driven = BTreeMap::from([(0, joined.seat_token)]);
     let played = drive(&mut client, &info.match_id, &driven, 11).await;

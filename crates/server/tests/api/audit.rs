@@ -14,7 +14,7 @@ use missive_server::games::Registry;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, TestApp, audit_log, spawn_app};
+use crate::helpers::{Backend, TestApp, audit_log, backend_tests, spawn_app, spectator_view};
 
 fn missive(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_missive"))
@@ -56,15 +56,7 @@ async fn finished_match(app: &TestApp) -> String {
         .to_owned();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let info: Value = app
-            .http
-            .get(app.url(&format!("/v1/matches/{id}")))
-            .send()
-            .await
-            .expect("GetMatch")
-            .json()
-            .await
-            .expect("JSON");
+        let info: Value = app.get_json(&format!("/v1/matches/{id}"), None).await;
         if info["match"]["status"] == "MATCH_STATUS_FINISHED" {
             return id;
         }
@@ -75,12 +67,7 @@ async fn finished_match(app: &TestApp) -> String {
 
 /// The server's audit keys over HTTP/JSON, the body as served.
 async fn http_keys(app: &TestApp) -> Value {
-    let response = app
-        .http
-        .get(app.url("/v1/audit/keys"))
-        .send()
-        .await
-        .expect("GET /v1/audit/keys");
+    let response = app.get("/v1/audit/keys").await;
     assert_eq!(response.status(), StatusCode::OK);
     response.json().await.expect("JSON")
 }
@@ -112,12 +99,7 @@ fn the_key(keys: &Value) -> [u8; 32] {
 
 /// The history as the web client downloads it: the body of GET /v1/matches/{id}/history.
 async fn history_body(app: &TestApp, id: &str) -> Vec<u8> {
-    let response = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/history")))
-        .send()
-        .await
-        .expect("history");
+    let response = app.get(&format!("/v1/matches/{id}/history")).await;
     assert_eq!(response.status(), StatusCode::OK);
     response.bytes().await.expect("body").to_vec()
 }
@@ -146,16 +128,7 @@ async fn a_signed_head_verifies_with_the_served_key_and_nothing_else_does(backen
     assert_eq!(head.version, log.events.len() as u64);
     assert_eq!(head.hash, log.events.last().expect("events").hash);
     assert_eq!(head.status, pb::MatchStatus::Finished as i32);
-    let view = client
-        .get_view(pb::GetViewRequest {
-            match_id: id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("a view");
+    let view = spectator_view(&mut client, &id).await;
     assert!(view.outcome.is_some(), "a finished match has an outcome");
     assert_eq!(
         head.outcome, view.outcome,
@@ -236,21 +209,12 @@ async fn a_signed_head_verifies_with_the_served_key_and_nothing_else_does(backen
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[tokio::test]
-async fn a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_postgres() {
-    a_signed_head_verifies_with_the_served_key_and_nothing_else_does(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_citus() {
-    if crate::helpers::citus_available() {
-        a_signed_head_verifies_with_the_served_key_and_nothing_else_does(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_sqlite() {
-    a_signed_head_verifies_with_the_served_key_and_nothing_else_does(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    a_signed_head_verifies_with_the_served_key_and_nothing_else_does:
+    Postgres => a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_postgres,
+    Citus => a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_citus,
+    Sqlite => a_signed_head_verifies_with_the_key_served_over_http_and_grpc_on_sqlite,
 }
 
 async fn the_audit_key_outlives_a_restart(backend: Backend) {
@@ -270,21 +234,12 @@ async fn the_audit_key_outlives_a_restart(backend: Backend) {
     audit::check_signature(&log.head.expect("a head"), &key).expect("the same key signs");
 }
 
-#[tokio::test]
-async fn the_servers_audit_key_is_the_same_after_a_restart_on_postgres() {
-    the_audit_key_outlives_a_restart(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn the_servers_audit_key_is_the_same_after_a_restart_on_citus() {
-    if crate::helpers::citus_available() {
-        the_audit_key_outlives_a_restart(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn the_servers_audit_key_is_the_same_after_a_restart_on_sqlite() {
-    the_audit_key_outlives_a_restart(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    the_audit_key_outlives_a_restart:
+    Postgres => the_servers_audit_key_is_the_same_after_a_restart_on_postgres,
+    Citus => the_servers_audit_key_is_the_same_after_a_restart_on_citus,
+    Sqlite => the_servers_audit_key_is_the_same_after_a_restart_on_sqlite,
 }
 
 /// The value of `const NAME = `…`;` in the audit panel of app.js: a template literal.
@@ -316,7 +271,7 @@ async fn the_command_the_audit_panel_prints_verifies_the_file_its_link_downloads
     assert!(!file.contains('/'), "{file} is a file name");
 
     let dir = scratch_dir();
-    let response = app.http.get(app.url(&url)).send().await.expect("download");
+    let response = app.get(&url).await;
     assert_eq!(response.status(), StatusCode::OK, "{url}");
     std::fs::write(dir.join(&file), response.bytes().await.expect("body")).expect("write");
     let words: Vec<&str> = command.split_whitespace().collect();

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{TestApp, authed, love_letter_options, maybe_authed};
+use crate::helpers::{TestApp, authed, love_letter_options, maybe_authed, open_love_letter};
 use crate::players::{SECRET, claims, player_token, sign, spawn_with_players};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -102,14 +102,7 @@ fn players() -> (String, String) {
 }
 
 async fn table(client: &mut MissiveClient<Channel>) -> Table {
-    let id = client
-        .create_match(love_letter_options(2))
-        .await
-        .expect("create")
-        .into_inner()
-        .r#match
-        .expect("match")
-        .match_id;
+    let id = open_love_letter(client, 2).await;
     let (ann, bob) = players();
     let mut seats = Vec::new();
     for jwt in [ann, bob] {
@@ -265,108 +258,66 @@ impl Ctx<'_> {
         who: Who,
         transport: Transport,
     ) -> Result<Value, Code> {
-        use reqwest::Method;
         let c = caller(who, table, &self.elsewhere);
-        let token = c.authorization.as_deref();
+        match transport {
+            Transport::Grpc => self.grpc_call(rpc, table, c.authorization.as_deref()).await,
+            Transport::Http => {
+                let (method, path, body) = self.http_route(rpc, table);
+                self.http(method, &path, body, &c).await
+            }
+        }
+    }
+
+    /// Calls `rpc` on `table` over gRPC with `token`; the answer as JSON.
+    async fn grpc_call(
+        &mut self,
+        rpc: &str,
+        table: &Table,
+        token: Option<&str>,
+    ) -> Result<Value, Code> {
         let id = table.id.clone();
         let me = Some(table.me.seat);
-        let grpc = |r: Result<Value, tonic::Status>| r.map_err(|s| s.code());
-        match (rpc, transport) {
-            ("CreateMatch", Transport::Grpc) => grpc(
-                self.client
-                    .create_match(maybe_authed(love_letter_options(2), token))
+        let client = &mut self.client;
+        // One unary call with the caller's token, its answer as JSON.
+        macro_rules! unary {
+            ($method:ident, $request:expr) => {
+                client
+                    .$method(maybe_authed($request, token))
                     .await
-                    .map(|r| json_of(&r.into_inner())),
+                    .map(|r| json_of(&r.into_inner()))
+                    .map_err(|s| s.code())
+            };
+        }
+        match rpc {
+            "CreateMatch" => unary!(create_match, love_letter_options(2)),
+            "GetMatch" => unary!(get_match, pb::GetMatchRequest { match_id: id }),
+            "ListMatches" => unary!(list_matches, pb::ListMatchesRequest::default()),
+            "JoinMatch" => unary!(
+                join_match,
+                pb::JoinMatchRequest {
+                    match_id: id,
+                    player: "guest".into(),
+                    ..Default::default()
+                }
             ),
-            ("CreateMatch", Transport::Http) => {
-                let body = json_of(&love_letter_options(2));
-                self.http(Method::POST, "/v1/matches", Some(body), &c).await
-            }
-            ("GetMatch", Transport::Grpc) => grpc(
-                self.client
-                    .get_match(maybe_authed(pb::GetMatchRequest { match_id: id }, token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("GetMatch", Transport::Http) => {
-                self.http(Method::GET, &format!("/v1/matches/{id}"), None, &c)
-                    .await
-            }
-            ("ListMatches", Transport::Grpc) => grpc(
-                self.client
-                    .list_matches(maybe_authed(pb::ListMatchesRequest::default(), token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("ListMatches", Transport::Http) => {
-                self.http(Method::GET, "/v1/matches", None, &c).await
-            }
-            ("JoinMatch", Transport::Grpc) => grpc(
-                self.client
-                    .join_match(maybe_authed(
-                        pb::JoinMatchRequest {
-                            match_id: id,
-                            player: "guest".into(),
-                            ..Default::default()
-                        },
-                        token,
-                    ))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("JoinMatch", Transport::Http) => {
-                let body = json!({ "player": "guest" });
-                self.http(
-                    Method::POST,
-                    &format!("/v1/matches/{id}/join"),
-                    Some(body),
-                    &c,
-                )
-                .await
-            }
-            ("GetView", Transport::Grpc) | ("GetView (no seat)", Transport::Grpc) => {
+            "GetView" | "GetView (no seat)" => {
                 let seat = if rpc == "GetView" { me } else { None };
-                grpc(
-                    self.client
-                        .get_view(maybe_authed(
-                            pb::GetViewRequest { match_id: id, seat },
-                            token,
-                        ))
-                        .await
-                        .map(|r| json_of(&r.into_inner())),
-                )
+                unary!(get_view, pb::GetViewRequest { match_id: id, seat })
             }
-            ("GetView", Transport::Http) => {
-                let path = format!("/v1/matches/{id}/view?seat={}", table.me.seat);
-                self.http(Method::GET, &path, None, &c).await
-            }
-            ("GetView (no seat)", Transport::Http) => {
-                self.http(Method::GET, &format!("/v1/matches/{id}/view"), None, &c)
-                    .await
-            }
-            ("GetHistory", Transport::Grpc) => grpc(
-                self.client
-                    .get_history(maybe_authed(
-                        pb::GetHistoryRequest {
-                            match_id: id,
-                            seat: me,
-                        },
-                        token,
-                    ))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
+            "GetHistory" => unary!(
+                get_history,
+                pb::GetHistoryRequest {
+                    match_id: id,
+                    seat: me,
+                }
             ),
-            ("GetHistory", Transport::Http) => {
-                let path = format!("/v1/matches/{id}/history?seat={}", table.me.seat);
-                self.http(Method::GET, &path, None, &c).await
-            }
-            ("WatchMatch", Transport::Grpc) => {
+            "WatchMatch" => {
                 let request = pb::WatchMatchRequest {
                     match_id: id,
                     after_version: 0,
                     seat: me,
                 };
-                match self.client.watch_match(maybe_authed(request, token)).await {
+                match client.watch_match(maybe_authed(request, token)).await {
                     Err(status) => Err(status.code()),
                     Ok(stream) => {
                         let first = stream
@@ -379,156 +330,92 @@ impl Ctx<'_> {
                     }
                 }
             }
-            ("WatchMatch", Transport::Http) => {
-                let path = format!("/v1/matches/{id}/watch?seat={}", table.me.seat);
-                self.http(Method::GET, &path, None, &c).await
-            }
-            ("Act", Transport::Grpc) => grpc(
-                self.client
-                    .act(maybe_authed(
-                        pb::ActRequest {
-                            match_id: id,
-                            action: Some(self.action.clone()),
-                            request_id: "matrix-act".into(),
-                            expected_version: None,
-                            seat: me,
-                            ..Default::default()
-                        },
-                        token,
-                    ))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
+            "Act" => unary!(
+                act,
+                pb::ActRequest {
+                    match_id: id,
+                    action: Some(self.action.clone()),
+                    request_id: "matrix-act".into(),
+                    expected_version: None,
+                    seat: me,
+                    ..Default::default()
+                }
             ),
-            ("Act", Transport::Http) => {
+            "LeaveMatch" => unary!(
+                leave_match,
+                pb::LeaveMatchRequest {
+                    match_id: id,
+                    request_id: String::new(),
+                }
+            ),
+            "SetWebhook" => unary!(
+                set_webhook,
+                pb::SetWebhookRequest {
+                    match_id: id,
+                    url: "http://127.0.0.1:9/hook".into(),
+                    request_id: String::new(),
+                }
+            ),
+            "GetWebhook" => unary!(get_webhook, pb::GetWebhookRequest { match_id: id }),
+            "Rematch" => unary!(rematch, pb::RematchRequest { match_id: id }),
+            "ListMyMatches" => unary!(list_my_matches, pb::ListMyMatchesRequest::default()),
+            "ListGames" => unary!(list_games, pb::ListGamesRequest::default()),
+            "GetAuditKeys" => unary!(get_audit_keys, pb::GetAuditKeysRequest::default()),
+            "CancelMatch" => unary!(
+                cancel_match,
+                pb::CancelMatchRequest {
+                    match_id: id,
+                    ..Default::default()
+                }
+            ),
+            rpc => panic!("no call for {rpc}"),
+        }
+    }
+
+    /// The HTTP method, path and body that call `rpc` on `table`.
+    fn http_route(&self, rpc: &str, table: &Table) -> (reqwest::Method, String, Option<Value>) {
+        use reqwest::Method;
+        let id = &table.id;
+        let seat = table.me.seat;
+        let matches = |tail: &str| format!("/v1/matches/{id}{tail}");
+        match rpc {
+            "CreateMatch" => (
+                Method::POST,
+                "/v1/matches".into(),
+                Some(json_of(&love_letter_options(2))),
+            ),
+            "GetMatch" => (Method::GET, matches(""), None),
+            "ListMatches" => (Method::GET, "/v1/matches".into(), None),
+            "JoinMatch" => (
+                Method::POST,
+                matches("/join"),
+                Some(json!({ "player": "guest" })),
+            ),
+            "GetView" => (Method::GET, matches(&format!("/view?seat={seat}")), None),
+            "GetView (no seat)" => (Method::GET, matches("/view"), None),
+            "GetHistory" => (Method::GET, matches(&format!("/history?seat={seat}")), None),
+            "WatchMatch" => (Method::GET, matches(&format!("/watch?seat={seat}")), None),
+            "Act" => {
                 let body = json!({
                     "action": json_of(&self.action),
                     "requestId": "matrix-act",
-                    "seat": table.me.seat,
+                    "seat": seat,
                 });
-                self.http(
-                    Method::POST,
-                    &format!("/v1/matches/{id}/act"),
-                    Some(body),
-                    &c,
-                )
-                .await
+                (Method::POST, matches("/act"), Some(body))
             }
-            ("LeaveMatch", Transport::Grpc) => grpc(
-                self.client
-                    .leave_match(maybe_authed(
-                        pb::LeaveMatchRequest {
-                            match_id: id,
-                            request_id: String::new(),
-                        },
-                        token,
-                    ))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
+            "LeaveMatch" => (Method::POST, matches("/leave"), Some(json!({}))),
+            "SetWebhook" => (
+                Method::PUT,
+                matches("/webhook"),
+                Some(json!({ "url": "http://127.0.0.1:9/hook" })),
             ),
-            ("LeaveMatch", Transport::Http) => {
-                self.http(
-                    Method::POST,
-                    &format!("/v1/matches/{id}/leave"),
-                    Some(json!({})),
-                    &c,
-                )
-                .await
-            }
-            ("SetWebhook", Transport::Grpc) => grpc(
-                self.client
-                    .set_webhook(maybe_authed(
-                        pb::SetWebhookRequest {
-                            match_id: id,
-                            url: "http://127.0.0.1:9/hook".into(),
-                            request_id: String::new(),
-                        },
-                        token,
-                    ))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("SetWebhook", Transport::Http) => {
-                let body = json!({ "url": "http://127.0.0.1:9/hook" });
-                self.http(
-                    Method::PUT,
-                    &format!("/v1/matches/{id}/webhook"),
-                    Some(body),
-                    &c,
-                )
-                .await
-            }
-            ("GetWebhook", Transport::Grpc) => grpc(
-                self.client
-                    .get_webhook(maybe_authed(pb::GetWebhookRequest { match_id: id }, token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("GetWebhook", Transport::Http) => {
-                self.http(Method::GET, &format!("/v1/matches/{id}/webhook"), None, &c)
-                    .await
-            }
-            ("Rematch", Transport::Grpc) => grpc(
-                self.client
-                    .rematch(maybe_authed(pb::RematchRequest { match_id: id }, token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("Rematch", Transport::Http) => {
-                self.http(
-                    Method::POST,
-                    &format!("/v1/matches/{id}/rematch"),
-                    Some(json!({})),
-                    &c,
-                )
-                .await
-            }
-            ("ListMyMatches", Transport::Grpc) => grpc(
-                self.client
-                    .list_my_matches(maybe_authed(pb::ListMyMatchesRequest::default(), token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("ListMyMatches", Transport::Http) => {
-                self.http(Method::GET, "/v1/me/matches", None, &c).await
-            }
-            ("ListGames", Transport::Grpc) => grpc(
-                self.client
-                    .list_games(maybe_authed(pb::ListGamesRequest::default(), token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("ListGames", Transport::Http) => self.http(Method::GET, "/v1/games", None, &c).await,
-            ("GetAuditKeys", Transport::Grpc) => grpc(
-                self.client
-                    .get_audit_keys(maybe_authed(pb::GetAuditKeysRequest::default(), token))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("GetAuditKeys", Transport::Http) => {
-                self.http(Method::GET, "/v1/audit/keys", None, &c).await
-            }
-            ("CancelMatch", Transport::Grpc) => grpc(
-                self.client
-                    .cancel_match(maybe_authed(
-                        pb::CancelMatchRequest {
-                            match_id: id,
-                            ..Default::default()
-                        },
-                        token,
-                    ))
-                    .await
-                    .map(|r| json_of(&r.into_inner())),
-            ),
-            ("CancelMatch", Transport::Http) => {
-                self.http(
-                    Method::POST,
-                    &format!("/v1/matches/{id}/cancel"),
-                    Some(json!({})),
-                    &c,
-                )
-                .await
-            }
-            (rpc, _) => panic!("no call for {rpc}"),
+            "GetWebhook" => (Method::GET, matches("/webhook"), None),
+            "Rematch" => (Method::POST, matches("/rematch"), Some(json!({}))),
+            "ListMyMatches" => (Method::GET, "/v1/me/matches".into(), None),
+            "ListGames" => (Method::GET, "/v1/games".into(), None),
+            "GetAuditKeys" => (Method::GET, "/v1/audit/keys".into(), None),
+            "CancelMatch" => (Method::POST, matches("/cancel"), Some(json!({}))),
+            rpc => panic!("no call for {rpc}"),
         }
     }
 
@@ -723,16 +610,7 @@ async fn every_rpc_on_both_transports_answers_each_caller_as_the_matrix_says() {
                 if rpc == "JoinMatch" {
                     // An open match with a free seat: the table's players hold seats
                     // elsewhere (in `fresh`'s sibling), so a player token may join.
-                    let open = ctx
-                        .client
-                        .create_match(love_letter_options(2))
-                        .await
-                        .expect("create")
-                        .into_inner()
-                        .r#match
-                        .expect("match")
-                        .match_id;
-                    fresh.id = open;
+                    fresh.id = open_love_letter(&mut ctx.client, 2).await;
                 }
                 let answer = ctx.call(rpc, &fresh, who, transport).await;
                 check(&mut ctx, rpc, &fresh, who, transport, answer.clone()).await;

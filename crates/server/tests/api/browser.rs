@@ -215,36 +215,53 @@ async fn wait_until(
     }
 }
 
-async fn type_into(browser: &Client, css: &str, text: &str) {
-    let field = browser
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"));
-    field.clear().await.expect("clears");
-    field.send_keys(text).await.expect("types");
-}
-
-async fn click(browser: &Client, css: &str) {
+/// The element `css` selects, once the page shows it (within 10 s).
+async fn element(browser: &Client, css: &str) -> fantoccini::elements::Element {
     browser
         .wait()
         .at_most(Duration::from_secs(10))
         .for_element(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"))
+}
+
+/// The text of the element `css` selects, once the page shows it.
+async fn element_text(browser: &Client, css: &str) -> String {
+    element(browser, css)
+        .await
+        .text()
+        .await
+        .unwrap_or_else(|e| panic!("the text of {css}: {e}"))
+}
+
+/// The text of the element `css` selects, as the page shows it now (without waiting).
+async fn text_now(browser: &Client, css: &str) -> String {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .unwrap_or_else(|e| panic!("the text of {css}: {e}"))
+}
+
+async fn type_into(browser: &Client, css: &str, text: &str) {
+    let field = element(browser, css).await;
+    field.clear().await.expect("clears");
+    field.send_keys(text).await.expect("types");
+}
+
+async fn click(browser: &Client, css: &str) {
+    element(browser, css)
+        .await
         .click()
         .await
         .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
 }
 
 async fn choose(browser: &Client, css: &str, value: &str) {
-    browser
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
+    element(browser, css)
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
         .select_by_value(value)
         .await
         .unwrap_or_else(|e| panic!("choosing {value} in {css}: {e}"));
@@ -267,6 +284,33 @@ async fn click_an_action(browser: &Client, rng: &mut Lcg, avoid: &[&str]) -> boo
         .map(|t| t.iter().map(|x| x.as_str().unwrap_or_default()).collect())
         .unwrap_or_default();
     click_one_of(browser, rng, &texts, avoid).await
+}
+
+/// Clicks one of the page's moves (as [`click_an_action`], avoiding none) from the page `state`
+/// and waits (10 s at most) for the version it makes; false when there was none to click.
+async fn make_a_move(browser: &Client, rng: &mut Lcg, state: &Value, what: &str) -> bool {
+    let before = state["version"].as_u64().expect("a version");
+    if !click_an_action(browser, rng, &[]).await {
+        return false;
+    }
+    wait_until(browser, what, Duration::from_secs(10), |s| {
+        s["version"].as_u64().is_some_and(|v| v > before)
+    })
+    .await;
+    true
+}
+
+/// Waits until every named page shows `what` (a match) under way.
+async fn both_see_it_start(pages: [(&str, &Client); 2], what: &str) {
+    for (who, page) in pages {
+        wait_until(
+            page,
+            &format!("{who} sees {what} start"),
+            Duration::from_secs(10),
+            |s| s["status"] == "MATCH_STATUS_ACTIVE",
+        )
+        .await;
+    }
 }
 
 /// Clicks one of the moves whose texts (group and label) are `texts`, as [`click_an_action`].
@@ -339,12 +383,61 @@ async fn keep_screenshot(browser: &Client, name: &str) {
     std::fs::write(PathBuf::from(dir).join(format!("{name}.png")), png).expect("writes");
 }
 
-async fn spectator_view(app: &TestApp, match_id: &str) -> Value {
-    app.http
-        .get(app.url(&format!("/v1/matches/{match_id}/view")))
-        .send()
+/// Fills the create form for a match of `kind` (with the form's `options`), seat 1 held by
+/// `second` (a bot's strategy, or `invite`), under the name `player`, and submits it.
+async fn create_in_the_form(
+    page: &Client,
+    kind: &str,
+    options: &[(&str, &str)],
+    second: &str,
+    player: &str,
+) {
+    choose(page, "#create #kind", kind).await;
+    for (field, text) in options {
+        type_into(page, &format!("#create [name={field}]"), text).await;
+    }
+    choose(page, "select.bot[data-seat='1']", second).await;
+    type_into(page, "#player", player).await;
+    click(page, "#create-button").await;
+}
+
+/// The value of the field `css` selects (a link the page offers to copy).
+async fn field_value(page: &Client, css: &str) -> String {
+    page.find(Locator::Css(css))
         .await
-        .expect("a view")
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .prop("value")
+        .await
+        .expect("its value")
+        .unwrap_or_else(|| panic!("{css} has a value"))
+}
+
+/// The id of the match the page shows, from its address (`#/m/<id>`).
+async fn match_id_of(page: &Client) -> String {
+    page.current_url()
+        .await
+        .expect("a url")
+        .fragment()
+        .and_then(|f| f.rsplit('/').next())
+        .expect("the match's id")
+        .to_owned()
+}
+
+/// Runs `body` against the server `spawn` starts, on a page of a phone's size, and closes the
+/// page after; skipped (before starting anything) without chromedriver.
+async fn on_a_phone(
+    spawn: impl Future<Output = TestApp>,
+    body: impl AsyncFnOnce(&TestApp, &Client),
+) {
+    let Some(driver) = driver().await else { return };
+    let app = spawn.await;
+    let page = browser(&driver, PHONE.0, PHONE.1).await;
+    with_sessions(&[&page], body(&app, &page)).await;
+}
+
+async fn spectator_view(app: &TestApp, match_id: &str) -> Value {
+    app.get(&format!("/v1/matches/{match_id}/view"))
+        .await
         .json::<Value>()
         .await
         .expect("JSON")
@@ -366,68 +459,29 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
     // Ann creates a two-seat Love Letter match with the second seat held for a friend she
     // invites, and takes the first seat.
     ann.goto(&app.url("/")).await.expect("opens the page");
-    ann.wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#create #kind"))
-        .await
-        .expect("the create form")
-        .select_by_value("love-letter")
-        .await
-        .expect("a game");
-    choose(ann, "select.bot[data-seat='1']", "invite").await;
-    type_into(ann, "#player", "ann").await;
-    click(ann, "#create-button").await;
+    create_in_the_form(ann, "love-letter", &[], "invite", "ann").await;
     wait_until(ann, "ann's seat", Duration::from_secs(10), |s| {
         s["seat"] == "0"
     })
     .await;
-    let link = ann
-        .find(Locator::Css("#share-link"))
-        .await
-        .expect("an invite link")
-        .prop("value")
-        .await
-        .expect("its value")
-        .expect("a link");
+    let link = field_value(ann, "#share-link").await;
     let match_id = link.rsplit('/').next().expect("an id").to_owned();
     assert_eq!(link, app.url(&format!("/#/m/{match_id}")));
-    let invitation = ann
-        .find(Locator::Css("#invite-1"))
-        .await
-        .expect("an invitation for the second seat")
-        .prop("value")
-        .await
-        .expect("its value")
-        .expect("a link");
+    // An invitation for the second seat.
+    let invitation = field_value(ann, "#invite-1").await;
     assert!(
         invitation.starts_with(&format!("{link}/invite/")),
         "{invitation}"
     );
     // The match waits for its invited player: it is not listed as open to anyone.
-    let open: Value = app
-        .http
-        .get(app.url("/v1/matches"))
-        .send()
-        .await
-        .expect("the open matches")
-        .json()
-        .await
-        .expect("JSON");
+    let open: Value = app.get_json("/v1/matches", None).await;
     assert!(!open.to_string().contains(&match_id), "{open}");
 
     // Bob follows the invitation and joins; the match starts.
     bob.goto(&invitation).await.expect("follows the invitation");
     type_into(bob, "#join-name", "bob").await;
     click(bob, "#join-button").await;
-    for (who, page) in [("ann", ann), ("bob", bob)] {
-        wait_until(
-            page,
-            &format!("{who} sees the match start"),
-            Duration::from_secs(10),
-            |s| s["status"] == "MATCH_STATUS_ACTIVE",
-        )
-        .await;
-    }
+    both_see_it_start([("ann", ann), ("bob", bob)], "the match").await;
 
     // Whoever has buttons clicks one, until the match is over. The other page learns of each
     // move from its watch stream only: nothing here reloads it, except once, to show that a
@@ -455,19 +509,12 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
         }
         let mut moved = false;
         for (page, state) in [(ann, &a), (bob, &b)] {
-            if state["actions"].as_u64().unwrap_or(0) > 0 && state["busy"] == false {
-                let before = state["version"].as_u64().expect("a version");
-                if click_an_action(page, &mut rng, &[]).await {
-                    wait_until(
-                        page,
-                        "the move to be applied",
-                        Duration::from_secs(10),
-                        |s| s["version"].as_u64().is_some_and(|v| v > before),
-                    )
-                    .await;
-                    moves += 1;
-                    moved = true;
-                }
+            if state["actions"].as_u64().unwrap_or(0) > 0
+                && state["busy"] == false
+                && make_a_move(page, &mut rng, state, "the move to be applied").await
+            {
+                moves += 1;
+                moved = true;
             }
         }
         if moves >= 6 && !reloaded {
@@ -515,19 +562,9 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
     }
 
     // The finished match's audit: the revealed seed matches its commitment, the chain links.
-    let audit = ann
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#seed-check.ok"))
-        .await
-        .expect("the seed checked against its commitment");
-    assert!(
-        audit
-            .text()
-            .await
-            .expect("text")
-            .contains("matches the commitment")
-    );
+    // The seed checked against its commitment.
+    let audit = element_text(ann, "#seed-check.ok").await;
+    assert!(audit.contains("matches the commitment"), "{audit}");
     let chain = ann
         .find(Locator::Css("#chain-check"))
         .await
@@ -536,45 +573,18 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
         chain.attr("class").await.expect("class").as_deref(),
         Some("ok")
     );
-    let info: pb::GetMatchResponse = app
-        .http
-        .get(app.url(&format!("/v1/matches/{match_id}")))
-        .send()
-        .await
-        .expect("the match")
-        .json()
-        .await
-        .expect("JSON");
-    let seed = ann.find(Locator::Css("#seed")).await.expect("the seed");
+    let info: pb::GetMatchResponse = app.get_json(&format!("/v1/matches/{match_id}"), None).await;
     assert_eq!(
-        Some(seed.text().await.expect("text")),
+        Some(text_now(ann, "#seed").await),
         info.r#match.and_then(|m| m.seed)
     );
     // Stepping back through the log.
-    let last = ann
-        .find(Locator::Css("#step"))
-        .await
-        .expect("a step")
-        .text()
-        .await
-        .expect("text");
+    let last = text_now(ann, "#step").await;
     click(ann, "#step-prev").await;
-    let previous = ann
-        .find(Locator::Css("#step"))
-        .await
-        .expect("a step")
-        .text()
-        .await
-        .expect("text");
+    let previous = text_now(ann, "#step").await;
     assert_ne!(last, previous);
     click(ann, "#step-first").await;
-    let first = ann
-        .find(Locator::Css("#step"))
-        .await
-        .expect("a step")
-        .text()
-        .await
-        .expect("text");
+    let first = text_now(ann, "#step").await;
     assert!(first.starts_with("event 1 of"), "{first}");
     for (who, page) in [("ann", ann), ("bob", bob)] {
         assert_reads_right(page, &format!("{who}'s page of the finished match")).await;
@@ -591,15 +601,7 @@ async fn play_a_match(app: &TestApp, ann: &Client, bob: &Client, started: Instan
     let rematch_url = ann.current_url().await.expect("a url").to_string();
     assert!(!rematch_url.contains(&match_id), "{rematch_url}");
     click(bob, "#rematch").await;
-    for (who, page) in [("ann", ann), ("bob", bob)] {
-        wait_until(
-            page,
-            &format!("{who} sees the rematch start"),
-            Duration::from_secs(10),
-            |s| s["status"] == "MATCH_STATUS_ACTIVE",
-        )
-        .await;
-    }
+    both_see_it_start([("ann", ann), ("bob", bob)], "the rematch").await;
     assert_eq!(
         bob.current_url().await.expect("a url").to_string(),
         rematch_url
@@ -624,25 +626,12 @@ async fn play_against_a_bot_on_a_phone(
 ) -> usize {
     let started = Instant::now();
     page.goto(&app.url("/")).await.expect("opens the page");
-    choose(page, "#create #kind", kind).await;
-    for (field, text) in options {
-        type_into(page, &format!("#create [name={field}]"), text).await;
-    }
-    choose(page, "select.bot[data-seat='1']", "random").await;
-    type_into(page, "#player", "ann").await;
-    click(page, "#create-button").await;
+    create_in_the_form(page, kind, options, "random", "ann").await;
     wait_until(page, "the match to start", Duration::from_secs(10), |s| {
         s["seat"] == "0" && s["status"] == "MATCH_STATUS_ACTIVE"
     })
     .await;
-    let match_id = page
-        .current_url()
-        .await
-        .expect("a url")
-        .fragment()
-        .and_then(|f| f.rsplit('/').next())
-        .expect("the match's id")
-        .to_owned();
+    let match_id = match_id_of(page).await;
 
     // Each round trip to the browser counts: one script reads the page's state, checks its
     // text and layout and lists its moves; then one of them is clicked, and the next read
@@ -732,11 +721,8 @@ async fn play_against_a_bot_on_a_phone(
     })
     .await;
     assert_eq!(state["winners"], winners.as_str(), "{state}");
-    page.wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#seed-check.ok"))
-        .await
-        .expect("the audit of the finished match");
+    // The audit of the finished match.
+    element(page, "#seed-check.ok").await;
     assert_reads_right(page, &format!("the finished {kind} match")).await;
     assert_fits_the_screen(page, &format!("the finished {kind} match")).await;
     keep_screenshot(page, &format!("{kind}-phone-over")).await;
@@ -760,24 +746,18 @@ async fn a_player_plays_a_whole_amori_match_on_a_phone_through_the_page() {
 
 /// One whole match of `kind` against a bot, on a phone, within `limit_secs`.
 async fn phone_match(kind: &str, options: &[(&str, &str)], avoid: &[&str], limit_secs: u64) {
-    let Some(driver) = driver().await else { return };
     let started = Instant::now();
-    let app = spawn_app(Backend::Sqlite).await;
-    let page = browser(&driver, PHONE.0, PHONE.1).await;
-    let play = async {
+    let play = async |app: &TestApp, page: &Client| {
         let limit = Duration::from_secs(limit_secs);
-        let moves = play_against_a_bot_on_a_phone(&app, &page, kind, options, avoid, limit).await;
+        let moves = play_against_a_bot_on_a_phone(app, page, kind, options, avoid, limit).await;
         eprintln!("{moves} moves in {:?}", started.elapsed());
     };
-    with_sessions(&[&page], play).await;
+    on_a_phone(spawn_app(Backend::Sqlite), play).await;
 }
 
 #[tokio::test]
 async fn a_signed_in_player_finds_a_match_in_the_inbox_and_plays_it_with_the_player_token_alone() {
-    let Some(driver) = driver().await else { return };
-    let app = spawn_with_players(Backend::Sqlite).await;
-    let page = browser(&driver, PHONE.0, PHONE.1).await;
-    with_sessions(&[&page], sign_in_and_play(&app, &page)).await;
+    on_a_phone(spawn_with_players(Backend::Sqlite), sign_in_and_play).await;
 }
 
 async fn sign_in_and_play(app: &TestApp, page: &Client) {
@@ -786,46 +766,20 @@ async fn sign_in_and_play(app: &TestApp, page: &Client) {
     click(page, "#signin summary").await;
     type_into(page, "#player-token", "not-a-token").await;
     click(page, "#signin-button").await;
-    let refused = page
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#signin .error"))
-        .await
-        .expect("the refusal")
-        .text()
-        .await
-        .expect("text");
+    let refused = element_text(page, "#signin .error").await;
     assert!(refused.contains("refused"), "{refused}");
     type_into(page, "#player-token", &player_token("carol")).await;
     click(page, "#signin-button").await;
-    let signed_in = page
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css("#signed-in"))
-        .await
-        .expect("signed in")
-        .text()
-        .await
-        .expect("text");
+    let signed_in = element_text(page, "#signed-in").await;
     assert!(signed_in.contains("carol"), "{signed_in}");
 
     // Signed in, no name is needed: the seat is bound to the player and named by the token.
-    choose(page, "#create #kind", "love-letter").await;
-    choose(page, "select.bot[data-seat='1']", "random").await;
-    type_into(page, "#player", "").await;
-    click(page, "#create-button").await;
+    create_in_the_form(page, "love-letter", &[], "random", "").await;
     wait_until(page, "carol's seat", Duration::from_secs(10), |s| {
         s["seat"] == "0"
     })
     .await;
-    let match_id = page
-        .current_url()
-        .await
-        .expect("a url")
-        .fragment()
-        .and_then(|f| f.rsplit('/').next())
-        .expect("the match's id")
-        .to_owned();
+    let match_id = match_id_of(page).await;
 
     // On another device (here: this browser forgetting its seat token), the inbox lists the
     // match, and the player token alone opens and plays it.
@@ -850,16 +804,11 @@ async fn sign_in_and_play(app: &TestApp, page: &Client) {
         .await
         .expect("the page answers");
     assert_eq!(held, json!(0), "no seat token was kept");
-    let before = state["version"].as_u64().expect("a version");
     let mut rng = Lcg(3);
     assert!(
-        click_an_action(page, &mut rng, &[]).await,
+        make_a_move(page, &mut rng, &state, "carol's move").await,
         "a move to click"
     );
-    wait_until(page, "carol's move", Duration::from_secs(10), |s| {
-        s["version"].as_u64().is_some_and(|v| v > before)
-    })
-    .await;
     assert_reads_right(page, "carol's match").await;
     let seat = spectator_view(app, &match_id).await["view"]["match"]["seats"][0].clone();
     assert_eq!(seat["player"], "carol", "{seat}");
@@ -867,10 +816,7 @@ async fn sign_in_and_play(app: &TestApp, page: &Client) {
 
 #[tokio::test]
 async fn the_creator_cancels_an_open_match_from_its_page_and_the_log_says_so() {
-    let Some(driver) = driver().await else { return };
-    let app = spawn_app(Backend::Sqlite).await;
-    let page = browser(&driver, PHONE.0, PHONE.1).await;
-    with_sessions(&[&page], cancel_from_the_page(&app, &page)).await;
+    on_a_phone(spawn_app(Backend::Sqlite), cancel_from_the_page).await;
 }
 
 async fn cancel_from_the_page(app: &TestApp, page: &Client) {
@@ -924,7 +870,7 @@ async fn the_page_and_its_assets_allow_only_their_own_origin_and_revalidate() {
         ("/web/app.css", "text/css"),
         ("/web/icon.svg", "image/svg+xml"),
     ] {
-        let response = app.http.get(app.url(path)).send().await.expect("an answer");
+        let response = app.get(path).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         let headers = response.headers().clone();
         assert!(
@@ -962,44 +908,21 @@ async fn the_page_and_its_assets_allow_only_their_own_origin_and_revalidate() {
             .expect("an answer");
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{path}");
     }
-    let missing = app
-        .http
-        .get(app.url("/web/nothing.js"))
-        .send()
-        .await
-        .expect("an answer");
+    let missing = app.get("/web/nothing.js").await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 }
 
 /// Takes a seat over HTTP and hands its token to the page as the web client keeps it.
 async fn seat_in_browser(app: &TestApp, page: &Client, request: Value) -> String {
-    let created: Value = app
-        .http
-        .post(app.url("/v1/matches"))
-        .json(&request)
-        .send()
-        .await
-        .expect("creates")
-        .json()
-        .await
-        .expect("JSON");
+    let created: Value = app.post_json("/v1/matches", &request).await;
     let id = created["match"]["matchId"]
         .as_str()
         .expect("an id")
         .to_owned();
     let kind = created["match"]["kind"].clone();
-    let joined: Value = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/join")))
-        .json(&json!({ "player": "ann" }))
-        .send()
-        .await
-        .expect("joins")
-        .json()
-        .await
-        .expect("JSON");
+    let token = app.http_join(&id, "ann").await;
     let held = json!({
-        "seats": { "0": { "token": joined["seatToken"], "player": "ann" } },
+        "seats": { "0": { "token": token, "player": "ann" } },
         "current": 0,
         "kind": kind,
     });
@@ -1059,12 +982,7 @@ async fn screenshots() {
                     s["actions"].as_u64().unwrap_or(0) > 0 && s["busy"] == false
                 })
                 .await;
-                let before = state["version"].as_u64().expect("a version");
-                if click_an_action(&page, &mut rng, &[]).await {
-                    wait_until(&page, "the move", Duration::from_secs(10), |s| {
-                        s["version"].as_u64().is_some_and(|v| v > before)
-                    })
-                    .await;
+                if make_a_move(&page, &mut rng, &state, "the move").await {
                     made += 1;
                 }
             }

@@ -5,13 +5,10 @@
 //! expires once idle for the configured time, closed once however many servers race for it.
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use missive_proto::v1 as pb;
 use missive_server::clock::Clock;
-use missive_server::service::{Service, Settings};
-use missive_store::Store;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tonic::Code;
@@ -27,13 +24,7 @@ async fn create(app: &TestApp, extra: Value) -> (String, String) {
     if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
         body.extend(extra.clone());
     }
-    let response = app
-        .http
-        .post(app.url("/v1/matches"))
-        .json(&body)
-        .send()
-        .await
-        .expect("create");
+    let response = app.post("/v1/matches", &body).await;
     assert_eq!(response.status(), StatusCode::CREATED);
     let created: Value = response.json().await.expect("json");
     let id = created["match"]["matchId"].as_str().expect("id").to_owned();
@@ -42,24 +33,6 @@ async fn create(app: &TestApp, extra: Value) -> (String, String) {
         .expect("a cancel token")
         .to_owned();
     (id, token)
-}
-
-/// Takes a seat; its seat token.
-async fn join(app: &TestApp, id: &str, player: &str) -> String {
-    let joined: Value = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/join")))
-        .json(&json!({ "player": player }))
-        .send()
-        .await
-        .expect("join")
-        .json()
-        .await
-        .expect("json");
-    joined["seatToken"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a seat token: {joined}"))
-        .to_owned()
 }
 
 /// `POST /v1/matches/{id}/cancel` with `body`, as `bearer` if given.
@@ -75,7 +48,7 @@ async fn cancel(app: &TestApp, id: &str, body: Value, bearer: Option<&str>) -> r
 }
 
 async fn get_json(app: &TestApp, path: &str) -> Value {
-    let response = app.http.get(app.url(path)).send().await.expect("GET");
+    let response = app.get(path).await;
     assert_eq!(response.status(), StatusCode::OK, "{path}");
     response.json().await.expect("json")
 }
@@ -136,7 +109,7 @@ async fn a_cancel_by_token_abandons_the_open_match_with_a_closed_entry_that_veri
         let (id, token) = create(&app, json!({})).await;
         assert_eq!(token.len(), 32, "{token}");
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
-        let ann = join(&app, &id, "ann").await;
+        let ann = app.http_join(&id, "ann").await;
         // Ann watches as her seat, from where the match is now.
         let (_, version) = status(&app, &id).await;
         let mut client = app.grpc().await;
@@ -204,12 +177,11 @@ async fn a_cancel_by_token_abandons_the_open_match_with_a_closed_entry_that_veri
 
         // A cancelled match takes no more joins, and has no rematch.
         let refused = app
-            .http
-            .post(app.url(&format!("/v1/matches/{id}/join")))
-            .json(&json!({ "player": "bob" }))
-            .send()
-            .await
-            .expect("join");
+            .post(
+                &format!("/v1/matches/{id}/join"),
+                &json!({ "player": "bob" }),
+            )
+            .await;
         assert_eq!(refused.status(), StatusCode::CONFLICT);
         let rematch = app
             .http
@@ -229,7 +201,7 @@ async fn a_wrong_or_missing_token_a_seat_token_and_a_cancel_after_the_start_chan
         let app = spawn_app(backend).await;
         let (id, token) = create(&app, json!({})).await;
         let (_, other_token) = create(&app, json!({})).await;
-        let ann = join(&app, &id, "ann").await;
+        let ann = app.http_join(&id, "ann").await;
         let before = status(&app, &id).await;
         assert_eq!(before.0, "MATCH_STATUS_OPEN");
         for (body, bearer, expected, why) in [
@@ -276,7 +248,7 @@ async fn a_wrong_or_missing_token_a_seat_token_and_a_cancel_after_the_start_chan
         assert_eq!(refused.code(), Code::PermissionDenied);
 
         // Once the match has started, even its token cannot cancel it.
-        join(&app, &id, "bob").await;
+        app.http_join(&id, "bob").await;
         let started = status(&app, &id).await;
         assert_eq!(started.0, "MATCH_STATUS_ACTIVE");
         let response = cancel(&app, &id, json!({ "cancelToken": token }), None).await;
@@ -392,7 +364,7 @@ async fn an_open_match_expires_after_the_configured_time_and_its_audit_verifies(
         .await;
         let created_at = Instant::now();
         let (id, _) = create(&app, json!({})).await;
-        join(&app, &id, "ann").await;
+        app.http_join(&id, "ann").await;
         let joined_at = Instant::now();
         let deadline = joined_at + Duration::from_secs(30);
         loop {
@@ -432,25 +404,6 @@ async fn an_open_match_expires_after_the_configured_time_and_its_audit_verifies(
     }
 }
 
-/// A service of this process on `url`, on `clock`, with open matches expiring after `after`.
-async fn service(url: &str, clock: &Clock, after: Duration) -> Arc<Service> {
-    let store = Store::connect(url, crate::helpers::patient_store())
-        .await
-        .expect("store");
-    Arc::new(Service::new(
-        store,
-        Settings {
-            allow_fixed_deck: false,
-            cache_capacity: 1000,
-            watch_recheck: Duration::from_secs(10),
-            webhook_allow_private: false,
-            clock: clock.clone(),
-            identity: None,
-            open_match_expiry: Some(after),
-        },
-    ))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_expiring_the_same_matches_write_one_closure_each() {
     const MATCHES: usize = 12;
@@ -458,8 +411,8 @@ async fn two_replicas_expiring_the_same_matches_write_one_closure_each() {
     let clock = Clock::manual(chrono::Utc::now());
     let after = Duration::from_secs(60);
     let (first, second) = (
-        service(&db.url, &clock, after).await,
-        service(&db.url, &clock, after).await,
+        crate::clock::service(&db.url, &clock, Some(after)).await,
+        crate::clock::service(&db.url, &clock, Some(after)).await,
     );
     let mut ids = Vec::new();
     for _ in 0..MATCHES {

@@ -11,7 +11,7 @@ use missive_store::{GENESIS_HASH, canonical_bytes, event_hash};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Lcg, TestApp, spawn_app};
+use crate::helpers::{Backend, Lcg, TestApp, backend_tests, spawn_app};
 
 /// Runs `missive ARGS` with the settings a server would also find in its environment, to show
 /// that they do not get in a client command's way.
@@ -51,8 +51,8 @@ async fn get(app: &TestApp, path: &str, token: Option<&str>) -> Value {
     response.json().await.expect("JSON")
 }
 
-/// A two-seat Love Letter match played to its end over HTTP/JSON, with random legal actions.
-async fn play_a_match(app: &TestApp) -> String {
+/// Creates a two-seat Love Letter match over HTTP/JSON; its id.
+async fn create_love_letter(app: &TestApp) -> String {
     let created = post(
         app,
         "/v1/matches",
@@ -60,28 +60,42 @@ async fn play_a_match(app: &TestApp) -> String {
         json!({ "options": { "loveLetter": {} }, "seatCount": 2 }),
     )
     .await;
-    let id = created["match"]["matchId"]
+    created["match"]["matchId"]
         .as_str()
         .expect("matchId")
-        .to_owned();
+        .to_owned()
+}
+
+/// Ann and Bob take the seats of match `id` over HTTP/JSON; their seat tokens.
+async fn join_ann_and_bob(app: &TestApp, id: &str) -> Vec<String> {
     let mut tokens = Vec::new();
     for player in ["ann", "bob"] {
-        let joined = post(
-            app,
-            &format!("/v1/matches/{id}/join"),
-            None,
-            json!({ "player": player }),
-        )
-        .await;
+        let path = format!("/v1/matches/{id}/join");
+        let joined = post(app, &path, None, json!({ "player": player })).await;
         tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
     }
-    let mut rng = Lcg(21);
-    for step in 0.. {
+    tokens
+}
+
+/// A two-seat Love Letter match played to its end over HTTP/JSON, with random legal actions.
+async fn play_a_match(app: &TestApp) -> String {
+    let id = create_love_letter(app).await;
+    let tokens = join_ann_and_bob(app, &id).await;
+    play_out(app, &id, &tokens, &mut Lcg(21)).await;
+    id
+}
+
+/// Plays match `id` to its end over HTTP/JSON, each awaited seat making a random legal act
+/// chosen by `rng`; the finished match's spectator view.
+async fn play_out(app: &TestApp, id: &str, tokens: &[String], rng: &mut Lcg) -> Value {
+    let mut step = 0;
+    loop {
+        step += 1;
         assert!(step < 5000, "the match ends");
         let request_id = format!("step-{step}");
         let view = get(app, &format!("/v1/matches/{id}/view"), None).await["view"].clone();
         if view.get("outcome").is_some() {
-            break;
+            return view;
         }
         // The awaited seat; seat 0 is left out of the proto3 JSON.
         let seat = view["awaiting"][0].as_u64().unwrap_or(0) as usize;
@@ -99,7 +113,6 @@ async fn play_a_match(app: &TestApp) -> String {
         )
         .await;
     }
-    id
 }
 
 fn scratch_dir() -> PathBuf {
@@ -112,11 +125,33 @@ fn verify(file: &Path, match_id: &str) -> Output {
     missive(&["verify", &file.display().to_string(), "--match", match_id])
 }
 
+/// The command exited with `code` and said `what` on stderr.
+fn assert_exits_saying(out: &Output, code: i32, what: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains(what), "{}", text(&out.stderr));
+}
+
 /// Writes `history` with its audit log replaced by `log`.
 fn write_with_log(path: &Path, history: &Value, log: &pb::AuditLog) {
     let mut history = history.clone();
     history["audit"] = serde_json::to_value(log).expect("an AuditLog serialises");
     std::fs::write(path, serde_json::to_vec(&history).expect("JSON")).expect("write");
+}
+
+/// Writes `history` with its audit log replaced by `log` to `path`, and verifies it (as of
+/// match `id`, if given); the verifier's output.
+fn verify_written(path: &Path, history: &Value, log: &pb::AuditLog, id: Option<&str>) -> Output {
+    write_with_log(path, history, log);
+    match id {
+        Some(id) => verify(path, id),
+        None => missive(&["verify", &path.display().to_string()]),
+    }
 }
 
 /// Recomputes the hash chain from `from` (an index into the events) on, as a forger who
@@ -144,24 +179,11 @@ fn rechain(log: &mut pb::AuditLog, match_id: &str, from: usize) {
     }
 }
 
-#[tokio::test]
-async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one_on_postgres()
- {
-    missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one(
-        Backend::Postgres,
-    )
-    .await;
-}
-
-#[tokio::test]
-async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one_on_citus()
- {
-    if crate::helpers::citus_available() {
-        missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one(
-            Backend::Citus,
-        )
-        .await;
-    }
+backend_tests! {
+    #[tokio::test]
+    missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one:
+    Postgres => missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one_on_postgres,
+    Citus => missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one_on_citus,
 }
 
 async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a_tampered_one(
@@ -172,12 +194,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     let dir = scratch_dir();
 
     // The history as a client fetches it, saved unchanged, under the match's id.
-    let response = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/history")))
-        .send()
-        .await
-        .expect("history");
+    let response = app.get(&format!("/v1/matches/{id}/history")).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         response.headers()["missive-audit-format"],
@@ -224,12 +241,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     // Another match's id: the head names this one.
     let other = uuid::Uuid::new_v4().to_string();
     let out = verify(&saved, &other);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains(&format!("the log's head is of match \"{id}\"")),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_exits_saying(&out, 1, &format!("the log's head is of match \"{id}\""));
 
     let log: pb::AuditLog = serde_json::from_value(history["audit"].clone()).expect("an AuditLog");
 
@@ -239,8 +251,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     old.format = 0;
     old.head = None;
     let file = dir.join(format!("{id}-format-1.json"));
-    write_with_log(&file, &history, &old);
-    let out = verify(&file, &id);
+    let out = verify_written(&file, &history, &old, Some(&id));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("no head (audit format 1)"),
@@ -248,35 +259,24 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
         text(&out.stdout)
     );
     let out = missive(&["verify", &file.display().to_string()]);
-    assert_eq!(out.status.code(), Some(2), "a format 1 log names no match");
-    assert!(
-        text(&out.stderr).contains("--match"),
-        "{}",
-        text(&out.stderr)
-    );
+    // A format 1 log names no match.
+    assert_exits_saying(&out, 2, "--match");
     let out = verify(&file, &other);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("event 1 (created) does not verify"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_exits_saying(&out, 1, "event 1 (created) does not verify");
 
     // The last event dropped: every hash left holds, and the head says the log goes on.
     let mut cut = log.clone();
     let last = cut.events.pop().expect("events");
     let file = dir.join("cut.json");
-    write_with_log(&file, &history, &cut);
-    let out = missive(&["verify", &file.display().to_string()]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(
-        text(&out.stderr).contains(&format!(
+    let out = verify_written(&file, &history, &cut, None);
+    assert_exits_saying(
+        &out,
+        1,
+        &format!(
             "the log stops short of its head: it holds {} events, and its head is at version {}",
             last.seq - 1,
             last.seq
-        )),
-        "{}",
-        text(&out.stderr)
+        ),
     );
 
     // Cut short with its head moved back to match: the head still says the match finished,
@@ -286,28 +286,19 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     head.version -= 1;
     head.hash = cut.events.last().expect("events").hash.clone();
     let file = dir.join("cut-and-moved.json");
-    write_with_log(&file, &history, &forged);
-    let out = missive(&["verify", &file.display().to_string()]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(
-        text(&out.stderr)
-            .contains("the head says the match finished, but its events reach no outcome"),
-        "{}",
-        text(&out.stderr)
+    let out = verify_written(&file, &history, &forged, None);
+    assert_exits_saying(
+        &out,
+        1,
+        "the head says the match finished, but its events reach no outcome",
     );
 
     // The head's hash changed: the log does not end where its head says.
     let mut tampered = log.clone();
     tampered.head.as_mut().expect("a head").hash = last.prev_hash.clone();
     let file = dir.join("head-hash.json");
-    write_with_log(&file, &history, &tampered);
-    let out = missive(&["verify", &file.display().to_string()]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(
-        text(&out.stderr).contains("is not the head's"),
-        "{}",
-        text(&out.stderr)
-    );
+    let out = verify_written(&file, &history, &tampered, None);
+    assert_exits_saying(&out, 1, "is not the head's");
 
     // One byte of one event: the second player's name.
     let mut tampered = log.clone();
@@ -323,15 +314,11 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
         j.player = "bod".into();
     }
     let file = dir.join("one-byte.json");
-    write_with_log(&file, &history, &tampered);
-    let out = verify(&file, &id);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains(&format!(
-            "event {seq} (joined) does not verify: hash does not match"
-        )),
-        "{}",
-        text(&out.stderr)
+    let out = verify_written(&file, &history, &tampered, Some(&id));
+    assert_exits_saying(
+        &out,
+        1,
+        &format!("event {seq} (joined) does not verify: hash does not match"),
     );
 
     // The seed.
@@ -340,14 +327,8 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     seed[0] ^= 1;
     tampered.seed = hex::encode(seed);
     let file = dir.join("seed.json");
-    write_with_log(&file, &history, &tampered);
-    let out = verify(&file, &id);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("the seed does not match the commitment"),
-        "{}",
-        text(&out.stderr)
-    );
+    let out = verify_written(&file, &history, &tampered, Some(&id));
+    assert_exits_saying(&out, 1, "the seed does not match the commitment");
 
     // An action played by the other seat, with the chain recomputed from there on: every
     // hash holds, and the rules refuse it.
@@ -365,15 +346,11 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     }
     rechain(&mut tampered, &id, at);
     let file = dir.join("action.json");
-    write_with_log(&file, &history, &tampered);
-    let out = verify(&file, &id);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains(&format!(
-            "event {seq} (action) does not verify: the rules refuse this action"
-        )),
-        "{}",
-        text(&out.stderr)
+    let out = verify_written(&file, &history, &tampered, Some(&id));
+    assert_exits_saying(
+        &out,
+        1,
+        &format!("event {seq} (action) does not verify: the rules refuse this action"),
     );
 
     // An unfinished match's history has no audit log to verify.
@@ -392,12 +369,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
     let file = dir.join(format!("{open}.json"));
     std::fs::write(&file, &out.stdout).expect("write");
     let out = missive(&["verify", &file.display().to_string()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("no audit log"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_exits_saying(&out, 2, "no audit log");
 
     // An unknown match: the server's answer, and a failure.
     let out = missive(&["history", &other, "--server", &app.http_base]);
@@ -409,17 +381,7 @@ async fn missive_verify_passes_a_finished_history_and_names_the_first_event_of_a
 #[tokio::test]
 async fn missive_watch_prints_every_update_until_the_match_ends() {
     let app = spawn_app(Backend::Sqlite).await;
-    let created = post(
-        &app,
-        "/v1/matches",
-        None,
-        json!({ "options": { "loveLetter": {} }, "seatCount": 2 }),
-    )
-    .await;
-    let id = created["match"]["matchId"]
-        .as_str()
-        .expect("matchId")
-        .to_owned();
+    let id = create_love_letter(&app).await;
     let watcher = Command::new(env!("CARGO_BIN_EXE_missive"))
         .args(["watch", &id, "--server", &app.http_base])
         .stdout(std::process::Stdio::piped())
@@ -427,41 +389,9 @@ async fn missive_watch_prints_every_update_until_the_match_ends() {
         .expect("missive watch starts");
     // Join and play the match out (the watch began before the first join).
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let mut tokens = Vec::new();
-    for player in ["ann", "bob"] {
-        let joined = post(
-            &app,
-            &format!("/v1/matches/{id}/join"),
-            None,
-            json!({ "player": player }),
-        )
-        .await;
-        tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
-    }
-    let mut rng = Lcg(3);
-    let mut step = 0;
-    let version = loop {
-        step += 1;
-        let request_id = format!("step-{step}");
-        let view = get(&app, &format!("/v1/matches/{id}/view"), None).await["view"].clone();
-        if view.get("outcome").is_some() {
-            break view["version"].as_str().expect("version").to_owned();
-        }
-        let seat = view["awaiting"][0].as_u64().unwrap_or(0) as usize;
-        let mine = get(&app, &format!("/v1/matches/{id}/view"), Some(&tokens[seat])).await;
-        let legal = mine["view"]["legalActions"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let action = legal[rng.below(legal.len())].clone();
-        post(
-            &app,
-            &format!("/v1/matches/{id}/act"),
-            Some(&tokens[seat]),
-            json!({ "action": action, "requestId": request_id }),
-        )
-        .await;
-    };
+    let tokens = join_ann_and_bob(&app, &id).await;
+    let finished = play_out(&app, &id, &tokens, &mut Lcg(3)).await;
+    let version = finished["version"].as_str().expect("version").to_owned();
     let out = tokio::time::timeout(
         std::time::Duration::from_secs(60),
         tokio::task::spawn_blocking(move || watcher.wait_with_output()),

@@ -12,18 +12,19 @@ use missive_server::service::{Caller, Service, Settings};
 use missive_store::{DeliveryRecord, MatchId, NotificationKind, Store, StoredEvent};
 use tokio::sync::watch;
 
-use crate::helpers::{Backend, ScratchDb, love_letter_options};
+use crate::helpers::{Backend, ScratchDb, backend_tests, love_letter_options};
 
 const TIMEOUT: u32 = 60;
 /// How often the turn workers here look for due turns.
 const POLL: Duration = Duration::from_millis(10);
 
-/// A service on `url` with its turn worker, both on `clock`; the worker stops with `stop`.
-pub(crate) async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<Service> {
+/// A service of this process on `url`, on `clock`, with open matches expiring after `expiry`
+/// (never with `None`).
+pub(crate) async fn service(url: &str, clock: &Clock, expiry: Option<Duration>) -> Arc<Service> {
     let store = Store::connect(url, crate::helpers::patient_store())
         .await
         .expect("store");
-    let service = Arc::new(Service::new(
+    Arc::new(Service::new(
         store,
         Settings {
             allow_fixed_deck: false,
@@ -32,9 +33,14 @@ pub(crate) async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool
             webhook_allow_private: false,
             clock: clock.clone(),
             identity: None,
-            open_match_expiry: None,
+            open_match_expiry: expiry,
         },
-    ));
+    ))
+}
+
+/// A service on `url` with its turn worker, both on `clock`; the worker stops with `stop`.
+pub(crate) async fn server(url: &str, clock: &Clock, stop: &watch::Receiver<bool>) -> Arc<Service> {
+    let service = service(url, clock, None).await;
     let mut stop = stop.clone();
     tokio::spawn(missive_server::turns::run(
         service.clone(),
@@ -206,21 +212,12 @@ async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before(backend: Back
     let _ = stop_tx.send(true);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_postgres() {
-    a_deadline_fires_when_the_clock_reaches_it_and_not_before(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_citus() {
-    if crate::helpers::citus_available() {
-        a_deadline_fires_when_the_clock_reaches_it_and_not_before(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_sqlite() {
-    a_deadline_fires_when_the_clock_reaches_it_and_not_before(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    a_deadline_fires_when_the_clock_reaches_it_and_not_before:
+    Postgres => a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_postgres,
+    Citus => a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_citus,
+    Sqlite => a_deadline_fires_when_the_clock_reaches_it_and_not_before_on_sqlite,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -342,19 +339,10 @@ async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(backend: 
     let _ = stop_tx.send(true);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_postgres() {
-    a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_citus() {
-    if crate::helpers::citus_available() {
-        a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_sqlite() {
-    a_reminder_is_queued_when_the_clock_reaches_it_and_not_before(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    a_reminder_is_queued_when_the_clock_reaches_it_and_not_before:
+    Postgres => a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_postgres,
+    Citus => a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_citus,
+    Sqlite => a_reminder_is_queued_when_the_clock_reaches_it_and_not_before_on_sqlite,
 }

@@ -10,7 +10,7 @@ use missive_server::events::Event;
 use missive_store::{MatchId, NewEvent, Store, StoreOptions, canonical_bytes, event_hash};
 
 use crate::deal::games;
-use crate::helpers::{Backend, authed, spawn_app};
+use crate::helpers::{Backend, leave, spawn_app};
 
 async fn wait_until(what: &str, mut done: impl AsyncFnMut() -> bool) {
     let start = Instant::now();
@@ -78,16 +78,7 @@ async fn every_stored_event_re_encodes_to_its_bytes_and_hash() {
         .await
         .expect("join")
         .into_inner();
-    client
-        .leave_match(authed(
-            pb::LeaveMatchRequest {
-                match_id: id.clone(),
-                ..Default::default()
-            },
-            &passer.seat_token,
-        ))
-        .await
-        .expect("leave");
+    leave(&mut client, &id, &passer.seat_token).await;
     client
         .join_match(join("ann", Some("ann-nonce")))
         .await
@@ -116,16 +107,7 @@ async fn every_stored_event_re_encodes_to_its_bytes_and_hash() {
             .any(|e| e.kind == "timeout")
     })
     .await;
-    client
-        .leave_match(authed(
-            pb::LeaveMatchRequest {
-                match_id: id.clone(),
-                ..Default::default()
-            },
-            &bob.seat_token,
-        ))
-        .await
-        .expect("leave");
+    leave(&mut client, &id, &bob.seat_token).await;
     ids.push(id);
     // An open match cancelled by its creator.
     let created = client

@@ -16,7 +16,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, TestApp, audit_log, authed, deal_of, history, spawn_app, spawn_replica, view,
+    Backend, Lcg, TestApp, audit_log, authed, backend_tests, create_match, deal_of, history, leave,
+    spawn_app, spawn_replica, view,
 };
 
 /// A game as a test creates it: a name for messages, its options and its seat counts.
@@ -25,6 +26,27 @@ pub(crate) struct GameCase {
     pub(crate) options: pb::GameOptions,
     pub(crate) options_json: Value,
     pub(crate) seats: std::ops::RangeInclusive<u32>,
+}
+
+impl GameCase {
+    /// A match of this game with `seats` seats, and these `bots`.
+    fn request(&self, seats: u32, bots: Vec<pb::BotSeat>) -> pb::CreateMatchRequest {
+        pb::CreateMatchRequest {
+            options: Some(self.options.clone()),
+            seat_count: seats,
+            bots,
+            ..Default::default()
+        }
+    }
+}
+
+/// A bot in `seat`, of the server's own strategy, with this `nonce`.
+fn bot(seat: u32, nonce: &str) -> pb::BotSeat {
+    pb::BotSeat {
+        seat,
+        strategy: String::new(),
+        nonce: nonce.into(),
+    }
 }
 
 pub(crate) fn games() -> Vec<GameCase> {
@@ -144,19 +166,6 @@ async fn join(
         .into_inner()
 }
 
-async fn leave(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) {
-    client
-        .leave_match(authed(
-            pb::LeaveMatchRequest {
-                match_id: match_id.to_owned(),
-                ..Default::default()
-            },
-            token,
-        ))
-        .await
-        .expect("leave");
-}
-
 /// Someone takes `seat` of an open match, reads its history and view (exactly a spectator's),
 /// and leaves again.
 pub(crate) async fn pass_by(client: &mut MissiveClient<Channel>, match_id: &str, seat: u32) {
@@ -206,11 +215,7 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_grpc(backend: Backend
     for (game, seats) in reported() {
         let what = format!("{}, {seats} seats, {backend:?}", game.name);
         let info = client
-            .create_match(pb::CreateMatchRequest {
-                options: Some(game.options.clone()),
-                seat_count: seats,
-                ..Default::default()
-            })
+            .create_match(game.request(seats, Vec::new()))
             .await
             .expect("create")
             .into_inner()
@@ -287,21 +292,12 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_grpc(backend: Backend
     }
 }
 
-#[tokio::test]
-async fn a_seat_left_before_the_start_reveals_nothing_over_grpc_on_postgres() {
-    a_seat_left_before_the_start_reveals_nothing_over_grpc(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_seat_left_before_the_start_reveals_nothing_over_grpc_on_citus() {
-    if crate::helpers::citus_available() {
-        a_seat_left_before_the_start_reveals_nothing_over_grpc(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_seat_left_before_the_start_reveals_nothing_over_grpc_on_sqlite() {
-    a_seat_left_before_the_start_reveals_nothing_over_grpc(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    a_seat_left_before_the_start_reveals_nothing_over_grpc:
+    Postgres => a_seat_left_before_the_start_reveals_nothing_over_grpc_on_postgres,
+    Citus => a_seat_left_before_the_start_reveals_nothing_over_grpc_on_citus,
+    Sqlite => a_seat_left_before_the_start_reveals_nothing_over_grpc_on_sqlite,
 }
 
 async fn http_json(
@@ -432,21 +428,12 @@ async fn a_seat_left_before_the_start_reveals_nothing_over_http(backend: Backend
     }
 }
 
-#[tokio::test]
-async fn a_seat_left_before_the_start_reveals_nothing_over_http_on_postgres() {
-    a_seat_left_before_the_start_reveals_nothing_over_http(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_seat_left_before_the_start_reveals_nothing_over_http_on_citus() {
-    if crate::helpers::citus_available() {
-        a_seat_left_before_the_start_reveals_nothing_over_http(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_seat_left_before_the_start_reveals_nothing_over_http_on_sqlite() {
-    a_seat_left_before_the_start_reveals_nothing_over_http(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    a_seat_left_before_the_start_reveals_nothing_over_http:
+    Postgres => a_seat_left_before_the_start_reveals_nothing_over_http_on_postgres,
+    Citus => a_seat_left_before_the_start_reveals_nothing_over_http_on_citus,
+    Sqlite => a_seat_left_before_the_start_reveals_nothing_over_http_on_sqlite,
 }
 
 #[tokio::test]
@@ -454,18 +441,7 @@ async fn a_nonce_is_checked_at_the_edge() {
     let app = spawn_app(Backend::Sqlite).await;
     let mut client = app.grpc().await;
     let game = &games()[0];
-    let id = client
-        .create_match(pb::CreateMatchRequest {
-            options: Some(game.options.clone()),
-            seat_count: 2,
-            ..Default::default()
-        })
-        .await
-        .expect("create")
-        .into_inner()
-        .r#match
-        .expect("info")
-        .match_id;
+    let id = create_match(&mut client, game.request(2, Vec::new())).await;
     for bad in [
         String::new(),
         "x".repeat(65),
@@ -496,16 +472,7 @@ async fn a_nonce_is_checked_at_the_edge() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body.to_string().contains("nonce"), "{body}");
     let refused = client
-        .create_match(pb::CreateMatchRequest {
-            options: Some(game.options.clone()),
-            seat_count: 2,
-            bots: vec![pb::BotSeat {
-                seat: 0,
-                strategy: String::new(),
-                nonce: " ".into(),
-            }],
-            ..Default::default()
-        })
+        .create_match(game.request(2, vec![bot(0, " ")]))
         .await
         .expect_err("a bad bot nonce is refused");
     assert_eq!(refused.code(), Code::InvalidArgument);
@@ -525,16 +492,7 @@ async fn the_deal_follows_the_committed_seed_and_the_holders_nonces() {
     let registry = Registry::new();
     let game = &games()[0];
     let info = client
-        .create_match(pb::CreateMatchRequest {
-            options: Some(game.options.clone()),
-            seat_count: 3,
-            bots: vec![pb::BotSeat {
-                seat: 2,
-                strategy: String::new(),
-                nonce: "bot-nonce".into(),
-            }],
-            ..Default::default()
-        })
+        .create_match(game.request(3, vec![bot(2, "bot-nonce")]))
         .await
         .expect("create")
         .into_inner()
@@ -672,18 +630,7 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
     for game in games() {
         for seats in game.seats.clone() {
             let what = format!("{}, {seats} seats, {backend:?}, seed {seed}", game.name);
-            let id = client
-                .create_match(pb::CreateMatchRequest {
-                    options: Some(game.options.clone()),
-                    seat_count: seats,
-                    ..Default::default()
-                })
-                .await
-                .expect("create")
-                .into_inner()
-                .r#match
-                .expect("info")
-                .match_id;
+            let id = create_match(&mut client, game.request(seats, Vec::new())).await;
             let mut holders: Vec<Holder> = Vec::new();
             let mut held: Vec<Option<usize>> = vec![None; seats as usize];
             let mut started = false;
@@ -869,16 +816,11 @@ async fn seat_churn_before_the_start_leaks_nothing(backend: Backend, seed: u64) 
     }
 }
 
-#[tokio::test]
-async fn seat_churn_before_the_start_leaks_nothing_on_postgres() {
-    seat_churn_before_the_start_leaks_nothing(Backend::Postgres, 17).await;
-}
-
-#[tokio::test]
-async fn seat_churn_before_the_start_leaks_nothing_on_citus() {
-    if crate::helpers::citus_available() {
-        seat_churn_before_the_start_leaks_nothing(Backend::Citus, 17).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    seat_churn_before_the_start_leaks_nothing(17):
+    Postgres => seat_churn_before_the_start_leaks_nothing_on_postgres,
+    Citus => seat_churn_before_the_start_leaks_nothing_on_citus,
 }
 
 #[tokio::test]
@@ -1065,18 +1007,7 @@ async fn a_leavers_watch_ends_with_its_leave() {
     let app = spawn_app(Backend::Postgres).await;
     let mut client = app.grpc().await;
     let game = &games()[0];
-    let id = client
-        .create_match(pb::CreateMatchRequest {
-            options: Some(game.options.clone()),
-            seat_count: 2,
-            ..Default::default()
-        })
-        .await
-        .expect("create")
-        .into_inner()
-        .r#match
-        .expect("info")
-        .match_id;
+    let id = create_match(&mut client, game.request(2, Vec::new())).await;
     let leaver = join(&mut client, &id, "leaver", 1, None).await.seat_token;
     let mut stream = client
         .watch_match(authed(

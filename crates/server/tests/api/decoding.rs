@@ -28,7 +28,7 @@ use tonic::Code;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
 
-use crate::helpers::{ScratchDb, authed, love_letter_options};
+use crate::helpers::{ScratchDb, authed, love_letter_options, seat_view, spectator_view};
 
 /// Cases per route and transport in each phase.
 const GARBAGE_CASES: usize = 40;
@@ -242,30 +242,9 @@ impl Fixture {
     async fn new(client: &mut MissiveClient<Channel>) -> Fixture {
         let (play, play_tokens) = crate::grpc::create_and_join(client, 2).await;
         let (quit, quit_tokens) = crate::grpc::create_and_join(client, 2).await;
-        let view = client
-            .get_view(pb::GetViewRequest {
-                match_id: play.clone(),
-                seat: None,
-            })
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view");
+        let view = spectator_view(client, &play).await;
         let mover = view.awaiting[0] as usize;
-        let mine = client
-            .get_view(authed(
-                pb::GetViewRequest {
-                    match_id: play.clone(),
-                    seat: None,
-                },
-                &play_tokens[mover],
-            ))
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view");
+        let mine = seat_view(client, &play, &play_tokens[mover]).await;
         Fixture {
             play,
             play_token: play_tokens[mover].clone(),

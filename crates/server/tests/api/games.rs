@@ -197,12 +197,7 @@ fn check_content(catalogue: &Value) {
 }
 
 async fn over_http(app: &TestApp) -> Value {
-    let response = app
-        .http
-        .get(app.url("/v1/games"))
-        .send()
-        .await
-        .expect("GET");
+    let response = app.get("/v1/games").await;
     assert_eq!(response.status(), StatusCode::OK);
     let cache = response
         .headers()
@@ -256,13 +251,7 @@ async fn every_edition_takes_the_seats_the_catalogue_gives_and_no_more() {
                 (max.as_u64().unwrap_or(0) + 1, false),
             ] {
                 let body = json!({ "options": { field: options.clone() }, "seatCount": seats });
-                let response = app
-                    .http
-                    .post(app.url("/v1/matches"))
-                    .json(&body)
-                    .send()
-                    .await
-                    .expect("POST");
+                let response = app.post("/v1/matches", &body).await;
                 assert_eq!(
                     response.status().is_success(),
                     allowed,

@@ -22,7 +22,9 @@ use sha2::{Digest, Sha256};
 use tonic::transport::Channel;
 
 use crate::deal::games;
-use crate::helpers::{Backend, Lcg, audit_log, authed, seat_view, spawn_app, spectator_view};
+use crate::helpers::{
+    Backend, Lcg, audit_log, authed, leave, seat_view, spawn_app, spectator_view,
+};
 
 /// One golden file.
 #[derive(Debug, Serialize, Deserialize)]
@@ -223,16 +225,7 @@ async fn play_people(
                 .iter()
                 .any(|e| matches!(e.entry, Some(pb::history_entry::Entry::TimedOut(_))))
             {
-                client
-                    .leave_match(authed(
-                        pb::LeaveMatchRequest {
-                            match_id: id.to_owned(),
-                            ..Default::default()
-                        },
-                        &tokens[0],
-                    ))
-                    .await
-                    .expect("leave");
+                leave(client, id, &tokens[0]).await;
                 return;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -328,16 +321,7 @@ async fn record_golden() {
                     .await
                     .expect("join")
                     .into_inner();
-                client
-                    .leave_match(authed(
-                        pb::LeaveMatchRequest {
-                            match_id: id.clone(),
-                            ..Default::default()
-                        },
-                        &passer.seat_token,
-                    ))
-                    .await
-                    .expect("leave");
+                leave(&mut client, &id, &passer.seat_token).await;
             }
             let mut tokens = Vec::new();
             for p in 0..people {

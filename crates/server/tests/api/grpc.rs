@@ -10,9 +10,10 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, Options, act_request, assert_each_act_logged_once, audit_log, authed, get_match,
-    love_letter_options, maybe_authed, open_love_letter, replay, seat_view, spawn_app,
-    spawn_app_with, spectator_view,
+    Backend, Lcg, Options, act_request, act_with, assert_each_act_logged_once, audit_log, authed,
+    backend_tests, game_events, get_match, join_as, love_letter_options, maybe_authed,
+    open_love_letter, replay, seat_act, seat_view, spawn_app, spawn_app_with, spectator_view,
+    told_to, two_replicas,
 };
 
 /// A played match and every view each seat received, by version.
@@ -40,16 +41,7 @@ pub(crate) async fn create_and_join(
     assert_eq!(info.status, pb::MatchStatus::Open as i32);
     let mut tokens = Vec::new();
     for seat in 0..seats {
-        let joined = client
-            .join_match(pb::JoinMatchRequest {
-                match_id: info.match_id.clone(),
-                player: format!("player {seat}"),
-                seat: None,
-                ..Default::default()
-            })
-            .await
-            .expect("join")
-            .into_inner();
+        let joined = join_as(client, &info.match_id, &format!("player {seat}"), None).await;
         assert_eq!(joined.seat, seat);
         assert_eq!(
             joined.r#match,
@@ -69,19 +61,7 @@ pub(crate) async fn play_over_grpc(client: &mut MissiveClient<Channel>, seed: u6
     for acts in 1..=5000 {
         let mut mover = None;
         for (seat, token) in tokens.iter().enumerate() {
-            let view = client
-                .get_view(authed(
-                    pb::GetViewRequest {
-                        match_id: match_id.clone(),
-                        seat: None,
-                    },
-                    token,
-                ))
-                .await
-                .expect("view")
-                .into_inner()
-                .view
-                .expect("a view");
+            let view = seat_view(client, &match_id, token).await;
             assert_eq!(view.seat, Some(seat as u32));
             if view.awaiting.contains(&(seat as u32)) {
                 assert!(
@@ -100,21 +80,12 @@ pub(crate) async fn play_over_grpc(client: &mut MissiveClient<Channel>, seed: u6
         }
         let Some((seat, legal)) = mover else { break };
         let action = legal[rng.below(legal.len())].clone();
-        let response = client
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.clone(),
-                    action: Some(action),
-                    request_id: uuid::Uuid::new_v4().to_string(),
-                    expected_version: None,
-                    seat: Some(seat as u32),
-                    ..Default::default()
-                },
-                &tokens[seat],
-            ))
-            .await
-            .expect("a listed legal action is accepted")
-            .into_inner();
+        let response = act_with(
+            client,
+            seat_act(&match_id, seat as u32, action, None),
+            &tokens[seat],
+        )
+        .await;
         let view = response.view.expect("a view");
         assert_eq!(view.version, response.version);
         received.push((seat as u32, view.clone()));
@@ -153,16 +124,11 @@ fn assert_finished(played: &Played) {
     }
 }
 
-#[tokio::test]
-async fn two_seats_play_a_full_match_over_grpc_on_postgres() {
-    two_seats_play_a_full_match_over_grpc(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn two_seats_play_a_full_match_over_grpc_on_citus() {
-    if crate::helpers::citus_available() {
-        two_seats_play_a_full_match_over_grpc(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    two_seats_play_a_full_match_over_grpc:
+    Postgres => two_seats_play_a_full_match_over_grpc_on_postgres,
+    Citus => two_seats_play_a_full_match_over_grpc_on_citus,
 }
 
 async fn two_seats_play_a_full_match_over_grpc(backend: Backend) {
@@ -237,51 +203,20 @@ async fn no_view_or_history_shows_a_seat_what_the_rules_hide_from_it() {
     // Each seat's history is exactly the observations addressed to it, in order; a
     // spectator's is the public ones.
     for viewer in [Some(0u32), Some(1), None] {
-        let mut request = tonic::Request::new(pb::GetHistoryRequest {
-            match_id: played.match_id.clone(),
-            seat: viewer,
-        });
-        if let Some(seat) = viewer {
-            request = authed(request.into_inner(), &played.tokens[seat as usize]);
-        }
-        let entries = client
-            .get_history(request)
-            .await
-            .expect("history")
-            .into_inner()
-            .entries;
-        let got: Vec<_> = entries
-            .into_iter()
-            .filter_map(|e| match e.entry {
-                Some(pb::history_entry::Entry::Game(event)) => Some((e.seq, event)),
-                _ => None,
-            })
-            .collect();
+        let token = viewer.map(|seat| played.tokens[seat as usize].as_str());
+        let got = game_events(&mut client, &played.match_id, viewer, token).await;
         let who = viewer.map_or(Viewer::Spectator, |s| Viewer::Seat(s as u8));
-        let expected: Vec<_> = steps
-            .iter()
-            .flat_map(|(seq, _, observations)| {
-                observations
-                    .iter()
-                    .filter(|o| o.audience.includes(who))
-                    .map(|o| (*seq, o.event.clone()))
-            })
-            .collect();
+        let expected = told_to(&steps, who);
         assert!(!expected.is_empty());
         assert_eq!(got, expected, "history of {viewer:?}");
     }
 }
 
-#[tokio::test]
-async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state_on_postgres() {
-    a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state_on_citus() {
-    if crate::helpers::citus_available() {
-        a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state:
+    Postgres => a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state_on_postgres,
+    Citus => a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state_on_citus,
 }
 
 async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(backend: Backend) {
@@ -289,15 +224,7 @@ async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(b
     let mut client = app.grpc().await;
     let played = play_over_grpc(&mut client, 4).await;
     let log = audit_log(&mut client, &played.match_id).await;
-    let info = client
-        .get_match(pb::GetMatchRequest {
-            match_id: played.match_id.clone(),
-        })
-        .await
-        .expect("match")
-        .into_inner()
-        .r#match
-        .expect("info");
+    let info = get_match(&mut client, &played.match_id).await;
     assert_eq!(
         log.seed_commitment, info.seed_commitment,
         "the commitment published at creation"
@@ -305,16 +232,7 @@ async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(b
     let registry = Registry::new();
     let id = played.match_id.parse().expect("uuid");
     let state = missive_server::audit::verify(&registry, id, &log).expect("the log verifies");
-    let spectator = client
-        .get_view(pb::GetViewRequest {
-            match_id: played.match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("view");
+    let spectator = spectator_view(&mut client, &played.match_id).await;
     assert_eq!(
         spectator.game,
         Some(state.view(Viewer::Spectator)),
@@ -347,16 +265,11 @@ async fn a_finished_matchs_exported_log_verifies_and_replays_to_the_same_state(b
     ));
 }
 
-#[tokio::test]
-async fn a_retried_act_is_applied_once_and_returns_the_same_result_on_postgres() {
-    a_retried_act_is_applied_once_and_returns_the_same_result(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_retried_act_is_applied_once_and_returns_the_same_result_on_citus() {
-    if crate::helpers::citus_available() {
-        a_retried_act_is_applied_once_and_returns_the_same_result(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    a_retried_act_is_applied_once_and_returns_the_same_result:
+    Postgres => a_retried_act_is_applied_once_and_returns_the_same_result_on_postgres,
+    Citus => a_retried_act_is_applied_once_and_returns_the_same_result_on_citus,
 }
 
 async fn a_retried_act_is_applied_once_and_returns_the_same_result(backend: Backend) {
@@ -365,19 +278,7 @@ async fn a_retried_act_is_applied_once_and_returns_the_same_result(backend: Back
     let (match_id, tokens) = create_and_join(&mut client, 2).await;
     let view = spectator_view(&mut client, &match_id).await;
     let seat = view.awaiting[0] as usize;
-    let mine = client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.clone(),
-                seat: None,
-            },
-            &tokens[seat],
-        ))
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("view");
+    let mine = seat_view(&mut client, &match_id, &tokens[seat]).await;
     let request = pb::ActRequest {
         match_id: match_id.clone(),
         action: Some(mine.legal_actions[0].clone()),
@@ -386,16 +287,8 @@ async fn a_retried_act_is_applied_once_and_returns_the_same_result(backend: Back
         seat: None,
         ..Default::default()
     };
-    let first = client
-        .act(authed(request.clone(), &tokens[seat]))
-        .await
-        .expect("first")
-        .into_inner();
-    let second = client
-        .act(authed(request.clone(), &tokens[seat]))
-        .await
-        .expect("retry")
-        .into_inner();
+    let first = act_with(&mut client, request.clone(), &tokens[seat]).await;
+    let second = act_with(&mut client, request.clone(), &tokens[seat]).await;
     assert!(!first.duplicate);
     assert!(second.duplicate);
     assert_eq!(first.version, mine.version + 1);
@@ -439,16 +332,8 @@ async fn a_watcher_receives_every_update_of_a_match_in_order() {
     let mut tokens = Vec::new();
     for seat in 0..2 {
         tokens.push(
-            player
-                .join_match(pb::JoinMatchRequest {
-                    match_id: match_id.clone(),
-                    player: format!("p{seat}"),
-                    seat: None,
-                    ..Default::default()
-                })
+            join_as(&mut player, &match_id, &format!("p{seat}"), None)
                 .await
-                .expect("join")
-                .into_inner()
                 .seat_token,
         );
     }
@@ -583,11 +468,7 @@ async fn acts_given_up_by_their_clients(backend: Backend) {
                     None
                 }
             };
-            let retry = player
-                .act(authed(act.clone(), &tokens[seat]))
-                .await
-                .expect("the retry is answered")
-                .into_inner();
+            let retry = act_with(&mut player, act.clone(), &tokens[seat]).await;
             match first {
                 Some(version) => {
                     assert!(retry.duplicate, "a retry of an answered act is a duplicate");
@@ -633,21 +514,12 @@ async fn acts_given_up_by_their_clients(backend: Backend) {
     assert_eq!(left, 0, "sessions left idle in a transaction");
 }
 
-#[tokio::test]
-async fn acts_given_up_by_their_clients_are_applied_once_on_postgres() {
-    acts_given_up_by_their_clients(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn acts_given_up_by_their_clients_are_applied_once_on_citus() {
-    if crate::helpers::citus_available() {
-        acts_given_up_by_their_clients(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn acts_given_up_by_their_clients_are_applied_once_on_sqlite() {
-    acts_given_up_by_their_clients(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    acts_given_up_by_their_clients:
+    Postgres => acts_given_up_by_their_clients_are_applied_once_on_postgres,
+    Citus => acts_given_up_by_their_clients_are_applied_once_on_citus,
+    Sqlite => acts_given_up_by_their_clients_are_applied_once_on_sqlite,
 }
 
 /// An act its player gave up on still runs to its end once it reached the server: a bot owed
@@ -678,16 +550,8 @@ async fn a_bot_answers_an_act_its_client_gave_up_on_at_once_on_postgres() {
             .expect("create")
             .into_inner();
         let match_id = created.r#match.expect("info").match_id;
-        let token = player
-            .join_match(pb::JoinMatchRequest {
-                match_id: match_id.clone(),
-                player: "ann".into(),
-                seat: Some(0),
-                ..Default::default()
-            })
+        let token = join_as(&mut player, &match_id, "ann", Some(0))
             .await
-            .expect("join")
-            .into_inner()
             .seat_token;
         let mut rng = Lcg(game);
         loop {
@@ -715,11 +579,7 @@ async fn a_bot_answers_an_act_its_client_gave_up_on_at_once_on_postgres() {
             if player.act(first).await.is_ok() {
                 continue;
             }
-            let retry = player
-                .act(authed(act, &token))
-                .await
-                .expect("the retry is answered")
-                .into_inner();
+            let retry = act_with(&mut player, act, &token).await;
             applied_anyway += u32::from(retry.duplicate);
         }
     }
@@ -822,31 +682,10 @@ async fn bad_grpc_requests_get_the_right_code_and_change_nothing() {
         }
     };
     let before = version(&mut client).await;
-    let spectator = client
-        .get_view(pb::GetViewRequest {
-            match_id: match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("view");
+    let spectator = spectator_view(&mut client, &match_id).await;
     let mover = spectator.awaiting[0] as usize;
     let idle = 1 - mover;
-    let idle_view = client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: match_id.clone(),
-                seat: None,
-            },
-            &tokens[idle],
-        ))
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("view");
+    let idle_view = seat_view(&mut client, &match_id, &tokens[idle]).await;
     let Some(pb::game_view::Game::LoveLetter(ll)) = idle_view.game.and_then(|g| g.game) else {
         panic!("view")
     };
@@ -975,10 +814,7 @@ async fn bad_grpc_requests_get_the_right_code_and_change_nothing() {
 
 #[tokio::test]
 async fn two_servers_on_one_database_never_serve_a_stale_version() {
-    let first = spawn_app(Backend::Postgres).await;
-    let second = crate::helpers::spawn_replica(&first).await;
-    let mut a = first.grpc().await;
-    let mut b = second.grpc().await;
+    let (first, _second, mut a, mut b) = two_replicas(Backend::Postgres).await;
     let mut rng = Lcg(11);
     // A random match may end before it passes two snapshots; then play another.
     let mut long_enough = None;
@@ -992,63 +828,28 @@ async fn two_servers_on_one_database_never_serve_a_stale_version() {
             } else {
                 (&mut b, &mut a)
             };
-            let spectator = client
-                .get_view(pb::GetViewRequest {
-                    match_id: match_id.clone(),
-                    seat: None,
-                })
-                .await
-                .expect("view")
-                .into_inner()
-                .view
-                .expect("view");
+            let spectator = spectator_view(client, &match_id).await;
             if spectator.outcome.is_some() {
                 break;
             }
             let seat = spectator.awaiting[0] as usize;
-            let mine = client
-                .get_view(authed(
-                    pb::GetViewRequest {
-                        match_id: match_id.clone(),
-                        seat: None,
-                    },
-                    &tokens[seat],
-                ))
-                .await
-                .expect("view")
-                .into_inner()
-                .view
-                .expect("view");
+            let mine = seat_view(client, &match_id, &tokens[seat]).await;
             assert_eq!(mine.version, spectator.version);
             let action = mine.legal_actions[rng.below(mine.legal_actions.len())].clone();
-            let acted = client
-                .act(authed(
-                    pb::ActRequest {
-                        match_id: match_id.clone(),
-                        action: Some(action),
-                        request_id: format!("step-{step}"),
-                        expected_version: Some(mine.version),
-                        seat: None,
-                        ..Default::default()
-                    },
-                    &tokens[seat],
-                ))
-                .await
-                .expect("act")
-                .into_inner();
-            let seen = other
-                .get_view(authed(
-                    pb::GetViewRequest {
-                        match_id: match_id.clone(),
-                        seat: None,
-                    },
-                    &tokens[seat],
-                ))
-                .await
-                .expect("view")
-                .into_inner()
-                .view
-                .expect("view");
+            let acted = act_with(
+                client,
+                pb::ActRequest {
+                    match_id: match_id.clone(),
+                    action: Some(action),
+                    request_id: format!("step-{step}"),
+                    expected_version: Some(mine.version),
+                    seat: None,
+                    ..Default::default()
+                },
+                &tokens[seat],
+            )
+            .await;
+            let seen = seat_view(other, &match_id, &tokens[seat]).await;
             assert_eq!(
                 seen.version, acted.version,
                 "the other server sees the new version at once"
@@ -1059,17 +860,7 @@ async fn two_servers_on_one_database_never_serve_a_stale_version() {
                 "and the same state"
             );
         }
-        let reached = a
-            .get_view(pb::GetViewRequest {
-                match_id: match_id.clone(),
-                seat: None,
-            })
-            .await
-            .expect("view")
-            .into_inner()
-            .view
-            .expect("view")
-            .version;
+        let reached = spectator_view(&mut a, &match_id).await.version;
         if reached > 32 {
             long_enough = Some(match_id);
             break;

@@ -42,6 +42,36 @@ pub(crate) fn citus_available() -> bool {
     citus_cluster::coordinator_url().is_some()
 }
 
+/// One test per backend, each calling the same body with its backend under its own name:
+/// `backend_tests! { #[tokio::test] body: Postgres => name_on_postgres, Citus => … }`, or
+/// `body(more, args)` after the backend. The Citus one runs its body only when a cluster is
+/// named ([`citus_available`]).
+macro_rules! backend_tests {
+    (#[$test:meta] $body:ident: $($tests:tt)*) => {
+        $crate::helpers::backend_tests!(#[$test] $body(): $($tests)*);
+    };
+    (
+        #[$test:meta] $body:ident $args:tt:
+        $($(#[$doc:meta])* $backend:ident => $name:ident),+ $(,)?
+    ) => {
+        $(
+            $(#[$doc])*
+            #[$test]
+            async fn $name() {
+                let backend = $crate::helpers::Backend::$backend;
+                if backend != $crate::helpers::Backend::Citus || $crate::helpers::citus_available()
+                {
+                    $crate::helpers::backend_tests!(@call $body $args backend);
+                }
+            }
+        )+
+    };
+    (@call $body:ident ($($arg:expr),*) $backend:ident) => {
+        $body($backend $(, $arg)*).await
+    };
+}
+pub(crate) use backend_tests;
+
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Options {
     pub(crate) allow_fixed_deck: bool,
@@ -196,9 +226,45 @@ impl TestApp {
     }
 }
 
+/// The JSON body of `response`, the answer to `what` (a method and a path).
+async fn json_body<T: serde::de::DeserializeOwned>(response: reqwest::Response, what: &str) -> T {
+    response
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("the JSON of {what}: {e}"))
+}
+
 /// A second server on the same PostgreSQL database, as another replica would be.
 pub(crate) async fn spawn_replica(app: &TestApp) -> TestApp {
     spawn_replica_with(app, &[]).await
+}
+
+/// Two servers on one fresh database (`backend` is a PostgreSQL one), and a gRPC client of each.
+pub(crate) async fn two_replicas(
+    backend: Backend,
+) -> (
+    TestApp,
+    TestApp,
+    MissiveClient<Channel>,
+    MissiveClient<Channel>,
+) {
+    two_replicas_with(backend, &[]).await
+}
+
+/// [`two_replicas`], the second with more settings (as [`spawn_replica_with`]).
+pub(crate) async fn two_replicas_with(
+    backend: Backend,
+    extra: &[(&str, String)],
+) -> (
+    TestApp,
+    TestApp,
+    MissiveClient<Channel>,
+    MissiveClient<Channel>,
+) {
+    let first = spawn_app(backend).await;
+    let second = spawn_replica_with(&first, extra).await;
+    let (a, b) = (first.grpc().await, second.grpc().await);
+    (first, second, a, b)
 }
 
 /// A replica with more settings; a `DATABASE_URL` among them replaces the shared one (to reach
@@ -250,6 +316,66 @@ impl TestApp {
 
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.http_base)
+    }
+
+    /// GETs `path`; the answer, whatever its status.
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
+        self.get_as(path, None).await
+    }
+
+    /// GETs `path`, with `bearer` as its bearer token if given; the answer, whatever its status.
+    pub(crate) async fn get_as(&self, path: &str, bearer: Option<&str>) -> reqwest::Response {
+        let mut request = self.http.get(self.url(path));
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        request
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    }
+
+    /// POSTs `body` as JSON to `path`; the answer, whatever its status.
+    pub(crate) async fn post(&self, path: &str, body: &serde_json::Value) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"))
+    }
+
+    /// GETs `path`, with `bearer` as its bearer token if given; the answer's JSON body
+    /// (whatever its status).
+    pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        bearer: Option<&str>,
+    ) -> T {
+        json_body(self.get_as(path, bearer).await, &format!("GET {path}")).await
+    }
+
+    /// POSTs `body` as JSON to `path`; the answer's JSON body (whatever its status).
+    pub(crate) async fn post_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> T {
+        json_body(self.post(path, body).await, &format!("POST {path}")).await
+    }
+
+    /// Takes a seat of match `id` over HTTP/JSON as `player`; its seat token.
+    pub(crate) async fn http_join(&self, id: &str, player: &str) -> String {
+        let joined: serde_json::Value = self
+            .post_json(
+                &format!("/v1/matches/{id}/join"),
+                &serde_json::json!({ "player": player }),
+            )
+            .await;
+        joined["seatToken"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a seat token: {joined}"))
+            .to_owned()
     }
 
     /// The server's `/metrics` page.
@@ -571,14 +697,86 @@ pub(crate) fn act_request(
     }
 }
 
-/// Creates an open Love Letter match of `seats` seats; returns its id.
-pub(crate) async fn open_love_letter(client: &mut MissiveClient<Channel>, seats: u32) -> String {
+/// An act of `action` by `seat` under a new request id, pinned to `expected_version` if given.
+pub(crate) fn seat_act(
+    match_id: &str,
+    seat: u32,
+    action: pb::GameAction,
+    expected_version: Option<u64>,
+) -> pb::ActRequest {
+    pb::ActRequest {
+        match_id: match_id.to_owned(),
+        action: Some(action),
+        request_id: uuid::Uuid::new_v4().to_string(),
+        expected_version,
+        seat: Some(seat),
+        ..Default::default()
+    }
+}
+
+/// Sends the act `request` with the seat token `token`; the answer (the act must be accepted).
+pub(crate) async fn act_with(
+    client: &mut MissiveClient<Channel>,
+    request: pb::ActRequest,
+    token: &str,
+) -> pb::ActResponse {
+    let request_id = request.request_id.clone();
+    client
+        .act(authed(request, token))
+        .await
+        .unwrap_or_else(|e| panic!("act {request_id}: {e}"))
+        .into_inner()
+}
+
+/// Creates a match as `request` asks; returns its id.
+pub(crate) async fn create_match(
+    client: &mut MissiveClient<Channel>,
+    request: pb::CreateMatchRequest,
+) -> String {
     let created = client
-        .create_match(love_letter_options(seats))
+        .create_match(request)
         .await
         .expect("create")
         .into_inner();
     created.r#match.expect("info").match_id
+}
+
+/// Takes seat `seat` of a match (the first free one with `None`) as `player`.
+pub(crate) async fn join_as(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    player: &str,
+    seat: Option<u32>,
+) -> pb::JoinMatchResponse {
+    client
+        .join_match(pb::JoinMatchRequest {
+            match_id: match_id.to_owned(),
+            player: player.to_owned(),
+            seat,
+            ..Default::default()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{player} joins: {e}"))
+        .into_inner()
+}
+
+/// Gives up the seat whose token this is.
+pub(crate) async fn leave(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) {
+    client
+        .leave_match(authed(
+            pb::LeaveMatchRequest {
+                match_id: match_id.to_owned(),
+                ..Default::default()
+            },
+            token,
+        ))
+        .await
+        .expect("leave");
+}
+
+/// Creates an open Love Letter match of `seats` seats; returns its id.
+pub(crate) async fn open_love_letter(client: &mut MissiveClient<Channel>, seats: u32) -> String {
+    create_match(client, love_letter_options(seats)).await
 }
 
 /// The match as `GetMatch` reads it from the store.
@@ -647,15 +845,44 @@ pub(crate) async fn history(
     match_id: &str,
     token: Option<&str>,
 ) -> pb::GetHistoryResponse {
+    seat_history(client, match_id, None, token).await
+}
+
+/// The history of `seat` (or of the token's own seat with `None`), read with `token`.
+pub(crate) async fn seat_history(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    seat: Option<u32>,
+    token: Option<&str>,
+) -> pb::GetHistoryResponse {
     let request = pb::GetHistoryRequest {
         match_id: match_id.to_owned(),
-        seat: None,
+        seat,
     };
     client
         .get_history(maybe_authed(request, token))
         .await
         .expect("history")
         .into_inner()
+}
+
+/// The game events of a match's history (each with its seq) as `seat` reads it with `token`
+/// (a spectator's with `None`).
+pub(crate) async fn game_events(
+    client: &mut MissiveClient<Channel>,
+    match_id: &str,
+    seat: Option<u32>,
+    token: Option<&str>,
+) -> Vec<(u64, pb::GameEvent)> {
+    let history = seat_history(client, match_id, seat, token).await;
+    history
+        .entries
+        .into_iter()
+        .filter_map(|e| match e.entry {
+            Some(pb::history_entry::Entry::Game(event)) => Some((e.seq, event)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A finished match's full audit log.
@@ -781,6 +1008,19 @@ pub(crate) fn replay(log: &pb::AuditLog) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// The game events the replayed `steps` told `who`, each with the seq of its step.
+pub(crate) fn told_to(steps: &[Step], who: missive_rules::Viewer) -> Vec<(u64, pb::GameEvent)> {
+    steps
+        .iter()
+        .flat_map(|(seq, _, observations)| {
+            observations
+                .iter()
+                .filter(|o| o.audience.includes(who))
+                .map(|o| (*seq, o.event.clone()))
+        })
+        .collect()
 }
 
 /// Every act of `acts` (its request id, and the version its answer or its retry's gave) is in

@@ -15,13 +15,7 @@ fn list(value: &Value, key: &str) -> Vec<Value> {
 }
 
 async fn create(app: &TestApp) -> String {
-    let response = app
-        .http
-        .post(app.url("/v1/matches"))
-        .json(&json!({ "options": { "loveLetter": { "edition": "LOVE_LETTER_EDITION_2019" } }, "seatCount": 2 }))
-        .send()
-        .await
-        .expect("create");
+    let response = app.post("/v1/matches", &json!({ "options": { "loveLetter": { "edition": "LOVE_LETTER_EDITION_2019" } }, "seatCount": 2 })).await;
     assert_eq!(response.status(), StatusCode::CREATED);
     let body: Value = response.json().await.expect("json");
     body["match"]["matchId"]
@@ -32,12 +26,11 @@ async fn create(app: &TestApp) -> String {
 
 async fn join(app: &TestApp, id: &str, player: &str) -> String {
     let response = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/join")))
-        .json(&json!({ "player": player }))
-        .send()
-        .await
-        .expect("join");
+        .post(
+            &format!("/v1/matches/{id}/join"),
+            &json!({ "player": player }),
+        )
+        .await;
     assert_eq!(response.status(), StatusCode::OK);
     let body: Value = response.json().await.expect("json");
     body["seatToken"].as_str().expect("seatToken").to_owned()
@@ -54,15 +47,7 @@ async fn view(app: &TestApp, id: &str, token: Option<&str>) -> Value {
 }
 
 async fn version(app: &TestApp, id: &str) -> String {
-    let body: Value = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}")))
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    let body: Value = app.get_json(&format!("/v1/matches/{id}"), None).await;
     body["match"]["version"]
         .as_str()
         .expect("uint64 as a JSON string")
@@ -182,14 +167,8 @@ async fn two_seats_play_a_full_match_over_http_json_while_a_watcher_sees_every_u
     assert_eq!(list(&last["view"]["outcome"], "winners"), winners);
 
     let history: Value = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/history")))
-        .send()
-        .await
-        .expect("history")
-        .json()
-        .await
-        .expect("json");
+        .get_json(&format!("/v1/matches/{id}/history"), None)
+        .await;
     assert_eq!(
         history["audit"]["seedCommitment"],
         final_view["match"]["seedCommitment"]
@@ -232,11 +211,8 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
         json!({ "action": { "loveLetter": { "play": { "card": idle_card } } }, "requestId": "r1" });
 
     let unknown = app
-        .http
-        .get(app.url(&format!("/v1/matches/{}", uuid::Uuid::new_v4())))
-        .send()
-        .await
-        .expect("get");
+        .get(&format!("/v1/matches/{}", uuid::Uuid::new_v4()))
+        .await;
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     let body: Value = unknown.json().await.expect("json");
     assert_eq!(body["code"], "NOT_FOUND");
@@ -274,13 +250,7 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
     assert_eq!(body["code"], "UNAUTHENTICATED");
 
-    let no_token = app
-        .http
-        .post(app.url(&format!("/v1/matches/{id}/act")))
-        .json(&play)
-        .send()
-        .await
-        .expect("act");
+    let no_token = app.post(&format!("/v1/matches/{id}/act"), &play).await;
     assert_eq!(no_token.status(), StatusCode::UNAUTHORIZED);
 
     let (status, body) = http_act(
@@ -338,12 +308,7 @@ async fn bad_http_requests_get_the_right_status_and_a_clear_message_and_change_n
 #[tokio::test]
 async fn health_metrics_and_the_openapi_document_are_served() {
     let app = spawn_app(Backend::Sqlite).await;
-    let health = app
-        .http
-        .get(app.url("/healthz"))
-        .send()
-        .await
-        .expect("healthz");
+    let health = app.get("/healthz").await;
     assert_eq!(health.status(), StatusCode::OK);
     create(&app).await;
     let metrics = app.metrics().await;
@@ -354,15 +319,7 @@ async fn health_metrics_and_the_openapi_document_are_served() {
         "{metrics}"
     );
     assert!(metrics.contains("missive_acts_total 0"));
-    let doc: Value = app
-        .http
-        .get(app.url("/openapi.json"))
-        .send()
-        .await
-        .expect("openapi")
-        .json()
-        .await
-        .expect("json");
+    let doc: Value = app.get_json("/openapi.json", None).await;
     assert!(doc["openapi"].as_str().expect("version").starts_with("3."));
     for path in [
         "/v1/matches",
@@ -382,15 +339,7 @@ async fn health_metrics_and_the_openapi_document_are_served() {
 async fn open_matches_are_listed_and_leaving_frees_a_seat_or_abandons_the_match() {
     let app = spawn_app(Backend::Postgres).await;
     let id = create(&app).await;
-    let listed: Value = app
-        .http
-        .get(app.url("/v1/matches?kind=love-letter"))
-        .send()
-        .await
-        .expect("list")
-        .json()
-        .await
-        .expect("json");
+    let listed: Value = app.get_json("/v1/matches?kind=love-letter", None).await;
     assert!(
         list(&listed, "matches")
             .iter()
@@ -416,12 +365,8 @@ async fn open_matches_are_listed_and_leaving_frees_a_seat_or_abandons_the_match(
         "the seat is free again: {body}"
     );
     let stale = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/view")))
-        .bearer_auth(&ann)
-        .send()
-        .await
-        .expect("view");
+        .get_as(&format!("/v1/matches/{id}/view"), Some(ann.as_str()))
+        .await;
     assert_eq!(
         stale.status(),
         StatusCode::UNAUTHORIZED,
@@ -430,15 +375,7 @@ async fn open_matches_are_listed_and_leaving_frees_a_seat_or_abandons_the_match(
 
     let carl = join(&app, &id, "carl").await;
     join(&app, &id, "dana").await;
-    let listed: Value = app
-        .http
-        .get(app.url("/v1/matches"))
-        .send()
-        .await
-        .expect("list")
-        .json()
-        .await
-        .expect("json");
+    let listed: Value = app.get_json("/v1/matches", None).await;
     assert!(
         !list(&listed, "matches")
             .iter()
@@ -473,13 +410,7 @@ async fn a_fixed_deck_is_refused_unless_allowed_and_then_shown_in_every_view() {
         json!({ "options": { "loveLetter": { "deck": deck, "firstPlayer": 0 } }, "seatCount": 2 });
 
     let strict = spawn_app(Backend::Sqlite).await;
-    let refused = strict
-        .http
-        .post(strict.url("/v1/matches"))
-        .json(&body)
-        .send()
-        .await
-        .expect("create");
+    let refused = strict.post("/v1/matches", &body).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
 
     let app = crate::helpers::spawn_app_with(
@@ -490,13 +421,7 @@ async fn a_fixed_deck_is_refused_unless_allowed_and_then_shown_in_every_view() {
         },
     )
     .await;
-    let created = app
-        .http
-        .post(app.url("/v1/matches"))
-        .json(&body)
-        .send()
-        .await
-        .expect("create");
+    let created = app.post("/v1/matches", &body).await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let created: Value = created.json().await.expect("json");
     assert_eq!(created["match"]["fixedDeck"], true);

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tonic::Code;
 use tonic::transport::Channel;
 
-use crate::helpers::{Backend, authed, get_match, love_letter_options, spectator_view};
+use crate::helpers::{Backend, authed, get_match, join_as, love_letter_options, spectator_view};
 use crate::players::{play_out, player_token, spawn_with_players};
 
 async fn join(
@@ -110,12 +110,11 @@ async fn an_invited_seat_is_taken_only_with_its_code_in_a_match_no_list_shows() 
         );
         // The friend, over HTTP, with the code.
         let response = app
-            .http
-            .post(app.url(&format!("/v1/matches/{id}/join")))
-            .json(&json!({ "player": "friend", "inviteCode": invite.code }))
-            .send()
-            .await
-            .expect("join");
+            .post(
+                &format!("/v1/matches/{id}/join"),
+                &json!({ "player": "friend", "inviteCode": invite.code }),
+            )
+            .await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.expect("json");
         assert_eq!(body["seat"], 2, "{body}");
@@ -186,16 +185,7 @@ async fn a_finished_match_offers_each_seats_holder_the_same_seat_in_its_rematch(
             .await
             .expect("ann joins")
             .into_inner();
-        let bob_seat = client
-            .join_match(pb::JoinMatchRequest {
-                match_id: old.match_id.clone(),
-                player: "Bob".into(),
-                seat: Some(1),
-                ..Default::default()
-            })
-            .await
-            .expect("bob joins")
-            .into_inner();
+        let bob_seat = join_as(&mut client, &old.match_id, "Bob", Some(1)).await;
         let rematch = |token: &str| {
             authed(
                 pb::RematchRequest {

@@ -17,7 +17,8 @@ use sqlx::Connection;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, Step, TestApp, audit_log, authed, http_act, replay, seat_view, spawn_app,
+    Backend, Lcg, Step, TestApp, act_with, audit_log, backend_tests, game_events, http_act,
+    join_as, replay, seat_act, seat_view, spawn_app, spectator_view, told_to,
 };
 
 use pb::lopti_action::Action as A;
@@ -299,16 +300,7 @@ async fn play_session(
             // Seat 0 changes hands before the start; the passer-by saw no card.
             crate::deal::pass_by(client, &match_id, seat).await;
         }
-        let joined = client
-            .join_match(pb::JoinMatchRequest {
-                match_id: match_id.clone(),
-                player: format!("player {seat}"),
-                seat: None,
-                ..Default::default()
-            })
-            .await
-            .expect("join")
-            .into_inner();
+        let joined = join_as(client, &match_id, &format!("player {seat}"), None).await;
         assert_eq!(joined.seat, seat);
         tokens.push(joined.seat_token);
     }
@@ -360,21 +352,12 @@ async fn play_session(
         assert!(view.awaiting.contains(&seat));
         assert!(!view.legal_actions.is_empty(), "an awaited seat can act");
         let action = choose(seat, view, &mut rule_creator, &mut rng);
-        let response = client
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.clone(),
-                    action: Some(action),
-                    request_id: uuid::Uuid::new_v4().to_string(),
-                    expected_version: Some(view.version),
-                    seat: Some(seat),
-                    ..Default::default()
-                },
-                &tokens[seat as usize],
-            ))
-            .await
-            .expect("a listed legal action is accepted")
-            .into_inner();
+        let response = act_with(
+            client,
+            seat_act(&match_id, seat, action, Some(view.version)),
+            &tokens[seat as usize],
+        )
+        .await;
         let after = response.view.expect("a view");
         received.push((seat, after.clone()));
         previous = Some((listed, seat));
@@ -527,35 +510,10 @@ async fn check_histories(client: &mut MissiveClient<Channel>, played: &Played, s
         .map(|(seq, s, _)| (*seq, places(s.as_ref())))
         .collect();
     for viewer in [Some(0u32), Some(1), None] {
-        let mut request = tonic::Request::new(pb::GetHistoryRequest {
-            match_id: played.match_id.clone(),
-            seat: viewer,
-        });
-        if let Some(seat) = viewer {
-            request = authed(request.into_inner(), &played.tokens[seat as usize]);
-        }
-        let got: Vec<(u64, pb::GameEvent)> = client
-            .get_history(request)
-            .await
-            .expect("history")
-            .into_inner()
-            .entries
-            .into_iter()
-            .filter_map(|e| match e.entry {
-                Some(pb::history_entry::Entry::Game(event)) => Some((e.seq, event)),
-                _ => None,
-            })
-            .collect();
+        let token = viewer.map(|seat| played.tokens[seat as usize].as_str());
+        let got = game_events(client, &played.match_id, viewer, token).await;
         let who = viewer.map_or(Viewer::Spectator, |s| Viewer::Seat(s as u8));
-        let expected: Vec<(u64, pb::GameEvent)> = steps
-            .iter()
-            .flat_map(|(seq, _, observations)| {
-                observations
-                    .iter()
-                    .filter(|o| o.audience.includes(who))
-                    .map(|o| (*seq, o.event.clone()))
-            })
-            .collect();
+        let expected = told_to(steps, who);
         assert_eq!(got, expected, "history of {viewer:?}");
         assert!(
             matches!(got.first().map(|(_, e)| lopti_event(e)), Some(E::HandStarted(h)) if h.hand == 0),
@@ -570,20 +528,10 @@ async fn check_histories(client: &mut MissiveClient<Channel>, played: &Played, s
 
 /// The session went as scripted, as the public record tells it.
 async fn check_script(client: &mut MissiveClient<Channel>, played: &Played) {
-    let public: Vec<E> = client
-        .get_history(pb::GetHistoryRequest {
-            match_id: played.match_id.clone(),
-            seat: None,
-        })
+    let public: Vec<E> = game_events(client, &played.match_id, None, None)
         .await
-        .expect("history")
-        .into_inner()
-        .entries
-        .into_iter()
-        .filter_map(|e| match e.entry {
-            Some(pb::history_entry::Entry::Game(event)) => Some(lopti_event(&event).clone()),
-            _ => None,
-        })
+        .iter()
+        .map(|(_, event)| lopti_event(event).clone())
         .collect();
     let results: Vec<i32> = public
         .iter()
@@ -704,16 +652,7 @@ async fn a_full_session(backend: Backend, seed: u64) {
     let registry = Registry::new();
     let id = played.match_id.parse().expect("uuid");
     let state = missive_server::audit::verify(&registry, id, &log).expect("the log verifies");
-    let spectator = client
-        .get_view(pb::GetViewRequest {
-            match_id: played.match_id.clone(),
-            seat: None,
-        })
-        .await
-        .expect("view")
-        .into_inner()
-        .view
-        .expect("view");
+    let spectator = spectator_view(&mut client, &played.match_id).await;
     assert_eq!(spectator.game, Some(state.view(Viewer::Spectator)));
     assert!(
         lopti_view(&spectator).your_hand.is_empty(),
@@ -721,16 +660,11 @@ async fn a_full_session(backend: Backend, seed: u64) {
     );
 }
 
-#[tokio::test]
-async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_postgres() {
-    a_full_session(Backend::Postgres, 1).await;
-}
-
-#[tokio::test]
-async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_citus() {
-    if crate::helpers::citus_available() {
-        a_full_session(Backend::Citus, 1).await;
-    }
+backend_tests! {
+    #[tokio::test]
+    a_full_session(1):
+    Postgres => lopti_session_with_a_rule_and_three_votes_over_grpc_on_postgres,
+    Citus => lopti_session_with_a_rule_and_three_votes_over_grpc_on_citus,
 }
 
 #[tokio::test]
@@ -740,12 +674,8 @@ async fn lopti_session_with_a_rule_and_three_votes_over_grpc_on_sqlite() {
 
 async fn http_view(app: &TestApp, id: &str, token: &str) -> Value {
     let response = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}/view")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .expect("view");
+        .get_as(&format!("/v1/matches/{id}/view"), Some(token))
+        .await;
     assert_eq!(response.status(), StatusCode::OK);
     response.json::<Value>().await.expect("json")["view"].clone()
 }
@@ -754,12 +684,11 @@ async fn http_view(app: &TestApp, id: &str, token: &str) -> Value {
 async fn lopti_actions_round_trip_over_http_json_and_illegal_ones_are_refused_by_rule() {
     let app = spawn_app(Backend::Sqlite).await;
     let created = app
-        .http
-        .post(app.url("/v1/matches"))
-        .json(&json!({ "options": { "lopti": { "hands": 1 } }, "seatCount": 2 }))
-        .send()
-        .await
-        .expect("create");
+        .post(
+            "/v1/matches",
+            &json!({ "options": { "lopti": { "hands": 1 } }, "seatCount": 2 }),
+        )
+        .await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let created: Value = created.json().await.expect("json");
     assert_eq!(created["match"]["kind"], "lopti");
@@ -767,17 +696,7 @@ async fn lopti_actions_round_trip_over_http_json_and_illegal_ones_are_refused_by
     let id = created["match"]["matchId"].as_str().expect("id").to_owned();
     let mut tokens = Vec::new();
     for player in ["ann", "bob"] {
-        let joined: Value = app
-            .http
-            .post(app.url(&format!("/v1/matches/{id}/join")))
-            .json(&json!({ "player": player }))
-            .send()
-            .await
-            .expect("join")
-            .json()
-            .await
-            .expect("json");
-        tokens.push(joined["seatToken"].as_str().expect("token").to_owned());
+        tokens.push(app.http_join(&id, player).await);
     }
 
     // Both seats decline the Rule Vote in canonical proto JSON; the second decline deals.

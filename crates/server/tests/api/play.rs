@@ -14,7 +14,7 @@ use tonic::transport::Channel;
 
 use crate::grpc::create_and_join;
 use crate::helpers::{
-    Backend, Lcg, act_request, authed, get_match, maybe_authed, seat_view, spawn_app,
+    Backend, Lcg, act_request, act_with, authed, get_match, maybe_authed, seat_view, spawn_app,
     spectator_view,
 };
 
@@ -204,11 +204,7 @@ async fn an_act_retried_on_a_play_stream_or_elsewhere_is_applied_once() {
     assert!(again.duplicate, "a retry on the stream is a duplicate");
     assert_eq!(again.version, first.version);
     // As a unary Act, and on a new stream after this one is gone.
-    let unary = client
-        .act(authed(act.clone(), token))
-        .await
-        .expect("a unary retry")
-        .into_inner();
+    let unary = act_with(&mut client, act.clone(), token).await;
     assert!(
         unary.duplicate,
         "a unary retry of a streamed act is a duplicate"
@@ -351,24 +347,18 @@ async fn an_act_that_omits_its_view_is_answered_by_version_and_its_update_carrie
         "the update carries the seat's view after the act"
     );
     // Retried, it is answered as it asks: without the view, or with it.
-    let lean = client
-        .act(authed(act.clone(), token))
-        .await
-        .expect("a unary retry")
-        .into_inner();
+    let lean = act_with(&mut client, act.clone(), token).await;
     assert!(lean.duplicate);
     assert_eq!((lean.version, lean.view), (acted.version, None));
-    let full = client
-        .act(authed(
-            pb::ActRequest {
-                omit_view: false,
-                ..act
-            },
-            token,
-        ))
-        .await
-        .expect("a unary retry asking for the view")
-        .into_inner();
+    let full = act_with(
+        &mut client,
+        pb::ActRequest {
+            omit_view: false,
+            ..act
+        },
+        token,
+    )
+    .await;
     assert!(full.duplicate);
     assert_eq!(full.view.map(|v| v.version), Some(acted.version));
 }

@@ -15,8 +15,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, Options, TestApp, authed, love_letter_options, spawn_app, spawn_app_with,
-    spectator_view,
+    Backend, Lcg, Options, TestApp, authed, create_match, love_letter_options, seat_view,
+    spawn_app, spawn_app_with, spectator_view,
 };
 
 pub(crate) const SECRET: &str = "the-players-test-secret-of-40-bytes-long";
@@ -86,30 +86,11 @@ async fn join_as(
 }
 
 async fn create(client: &mut MissiveClient<Channel>, request: pb::CreateMatchRequest) -> String {
-    client
-        .create_match(request)
-        .await
-        .expect("create")
-        .into_inner()
-        .r#match
-        .expect("match")
-        .match_id
+    create_match(client, request).await
 }
 
 async fn view_as(client: &mut MissiveClient<Channel>, id: &str, jwt: &str) -> pb::MatchView {
-    client
-        .get_view(authed(
-            pb::GetViewRequest {
-                match_id: id.to_owned(),
-                seat: None,
-            },
-            jwt,
-        ))
-        .await
-        .expect("view with a player token")
-        .into_inner()
-        .view
-        .expect("view")
+    seat_view(client, id, jwt).await
 }
 
 /// Plays the match to its end with the given tokens alone (player or seat tokens), waiting
@@ -220,12 +201,8 @@ async fn a_player_token_binds_the_seat_and_plays_a_whole_match_alone() {
 
         // Over HTTP too: the view of a finished match, with the player token.
         let response = app
-            .http
-            .get(app.url(&format!("/v1/matches/{id}/view")))
-            .bearer_auth(&bob)
-            .send()
-            .await
-            .expect("view");
+            .get_as(&format!("/v1/matches/{id}/view"), Some(bob.as_str()))
+            .await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.expect("json");
         assert_eq!(body["view"]["seat"], json!(bob_join.seat), "{body}");
@@ -403,12 +380,8 @@ async fn list_my_matches_is_the_inbox_newest_activity_first() {
 
         // Bob's inbox holds his matches; over HTTP too.
         let response = app
-            .http
-            .get(app.url("/v1/me/matches?limit=2"))
-            .bearer_auth(&bob)
-            .send()
-            .await
-            .expect("list");
+            .get_as("/v1/me/matches?limit=2", Some(bob.as_str()))
+            .await;
         assert_eq!(response.status(), StatusCode::OK);
         let body: Value = response.json().await.expect("json");
         assert_eq!(body["matches"].as_array().map(Vec::len), Some(2), "{body}");
@@ -498,12 +471,8 @@ async fn bad_player_tokens_are_refused_on_both_transports_each_saying_why() {
     }
     // Even reads that need no credentials refuse a bad one rather than ignore it.
     let view = app
-        .http
-        .get(app.url(&format!("/v1/matches/{id}")))
-        .bearer_auth(&cases[1].0)
-        .send()
-        .await
-        .expect("get");
+        .get_as(&format!("/v1/matches/{id}"), Some(cases[1].0.as_str()))
+        .await;
     assert_eq!(view.status(), StatusCode::UNAUTHORIZED);
     // Nothing changed.
     let info = crate::helpers::get_match(&mut client, &id).await;
@@ -608,13 +577,7 @@ fn sign_with(key: &str, sub: &str) -> String {
 }
 
 async fn inbox_status(app: &TestApp, jwt: &str) -> (StatusCode, Value) {
-    let response = app
-        .http
-        .get(app.url("/v1/me/matches"))
-        .bearer_auth(jwt)
-        .send()
-        .await
-        .expect("list");
+    let response = app.get_as("/v1/me/matches", Some(jwt)).await;
     let status = response.status();
     (status, response.json().await.expect("json"))
 }

@@ -18,7 +18,8 @@ use tonic::{Code, Status};
 
 use crate::grpc::create_and_join;
 use crate::helpers::{
-    Backend, Lcg, PgProxy, TestApp, audit_log, authed, spawn_app, spawn_replica_with,
+    Backend, Lcg, PgProxy, TestApp, audit_log, authed, backend_tests, spawn_app,
+    spawn_replica_with, two_replicas, two_replicas_with,
 };
 
 /// One action to take: the awaited seat and its request (a fresh request id, no pinned version).
@@ -113,6 +114,23 @@ async fn play_to_the_end(
 }
 
 /// Every watch update's version and when it arrived.
+/// A match created and joined through `a`, and a watch of it through `b` from the version `b`
+/// reads now: the match's id, its seat tokens, that version and the watch's updates.
+async fn watched_match(
+    a: &mut MissiveClient<Channel>,
+    b: &mut MissiveClient<Channel>,
+) -> (
+    String,
+    Vec<String>,
+    u64,
+    mpsc::UnboundedReceiver<(u64, Instant)>,
+) {
+    let (match_id, tokens) = create_and_join(a, 2).await;
+    let start = spectator_view(b, &match_id).await.expect("view").version;
+    let updates = watch(b, &match_id, start).await;
+    (match_id, tokens, start, updates)
+}
+
 async fn watch(
     client: &mut MissiveClient<Channel>,
     match_id: &str,
@@ -214,17 +232,10 @@ fn median_and_max(mut samples: Vec<Duration>) -> (Duration, Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_on_one_replica_sees_actions_made_on_another_promptly() {
-    let first = spawn_app(Backend::Postgres).await;
     // The watcher's own timer is a minute: only a notification can wake it in time.
-    let second = spawn_replica_with(&first, &[("MISSIVE_WATCH_RECHECK_MS", "60000".into())]).await;
-    let mut a = first.grpc().await;
-    let mut b = second.grpc().await;
-    let (match_id, tokens) = create_and_join(&mut a, 2).await;
-    let start = spectator_view(&mut b, &match_id)
-        .await
-        .expect("view")
-        .version;
-    let mut updates = watch(&mut b, &match_id, start).await;
+    let settings = [("MISSIVE_WATCH_RECHECK_MS", "60000".into())];
+    let (_first, second, mut a, mut b) = two_replicas_with(Backend::Postgres, &settings).await;
+    let (match_id, tokens, start, mut updates) = watched_match(&mut a, &mut b).await;
     let mut rng = Lcg(21);
     let mut expected = start;
     let mut latencies = Vec::new();
@@ -267,23 +278,12 @@ async fn a_watcher_on_one_replica_sees_actions_made_on_another_promptly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_notifications_a_watcher_catches_up_on_its_own_timer() {
-    let first = spawn_app(Backend::Postgres).await;
-    let second = spawn_replica_with(
-        &first,
-        &[
-            ("MISSIVE_NOTIFY", "false".into()),
-            ("MISSIVE_WATCH_RECHECK_MS", "300".into()),
-        ],
-    )
-    .await;
-    let mut a = first.grpc().await;
-    let mut b = second.grpc().await;
-    let (match_id, tokens) = create_and_join(&mut a, 2).await;
-    let start = spectator_view(&mut b, &match_id)
-        .await
-        .expect("view")
-        .version;
-    let mut updates = watch(&mut b, &match_id, start).await;
+    let settings = [
+        ("MISSIVE_NOTIFY", "false".into()),
+        ("MISSIVE_WATCH_RECHECK_MS", "300".into()),
+    ];
+    let (_first, second, mut a, mut b) = two_replicas_with(Backend::Postgres, &settings).await;
+    let (match_id, tokens, start, mut updates) = watched_match(&mut a, &mut b).await;
     let mut rng = Lcg(8);
     let mut latencies = Vec::new();
     for expected in start + 1..start + 4 {
@@ -318,23 +318,15 @@ async fn without_notifications_a_watcher_catches_up_on_its_own_timer() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn joins_on_two_replicas_never_give_one_seat_twice_on_postgres() {
-    joins_on_two_replicas_never_give_one_seat_twice(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn joins_on_two_replicas_never_give_one_seat_twice_on_citus() {
-    if crate::helpers::citus_available() {
-        joins_on_two_replicas_never_give_one_seat_twice(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    joins_on_two_replicas_never_give_one_seat_twice:
+    Postgres => joins_on_two_replicas_never_give_one_seat_twice_on_postgres,
+    Citus => joins_on_two_replicas_never_give_one_seat_twice_on_citus,
 }
 
 async fn joins_on_two_replicas_never_give_one_seat_twice(backend: Backend) {
-    let first = spawn_app(backend).await;
-    let second = crate::helpers::spawn_replica(&first).await;
-    let mut a = first.grpc().await;
-    let mut b = second.grpc().await;
+    let (_first, _second, mut a, mut b) = two_replicas(backend).await;
     let join = |seat: Option<u32>, player: &str| pb::JoinMatchRequest {
         match_id: String::new(),
         player: player.to_owned(),
@@ -393,23 +385,15 @@ async fn joins_on_two_replicas_never_give_one_seat_twice(backend: Backend) {
     assert_eq!(players, ["on b", "on a", "last"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn racing_acts_on_one_match_from_two_replicas_serialise_on_postgres() {
-    racing_acts_on_one_match_from_two_replicas_serialise(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn racing_acts_on_one_match_from_two_replicas_serialise_on_citus() {
-    if crate::helpers::citus_available() {
-        racing_acts_on_one_match_from_two_replicas_serialise(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    racing_acts_on_one_match_from_two_replicas_serialise:
+    Postgres => racing_acts_on_one_match_from_two_replicas_serialise_on_postgres,
+    Citus => racing_acts_on_one_match_from_two_replicas_serialise_on_citus,
 }
 
 async fn racing_acts_on_one_match_from_two_replicas_serialise(backend: Backend) {
-    let first = spawn_app(backend).await;
-    let second = crate::helpers::spawn_replica(&first).await;
-    let mut a = first.grpc().await;
-    let mut b = second.grpc().await;
+    let (first, _second, mut a, mut b) = two_replicas(backend).await;
     let (match_id, tokens) = create_and_join(&mut a, 2).await;
     let mut rng = Lcg(5);
     let mut acked = Vec::new();
@@ -563,12 +547,7 @@ async fn losing_the_database_fails_fast_with_unavailable_and_recovers_by_itself(
     let started = Instant::now();
     assert_eq!(health(&second).await, 503, "not ready without its database");
     let health_failed_after = started.elapsed();
-    let over_http = second
-        .http
-        .get(second.url(&format!("/v1/matches/{match_id}/view")))
-        .send()
-        .await
-        .expect("answered");
+    let over_http = second.get(&format!("/v1/matches/{match_id}/view")).await;
     assert_eq!(over_http.status(), 503);
     assert!(
         act_failed_after < Duration::from_secs(5) && health_failed_after < Duration::from_secs(5),

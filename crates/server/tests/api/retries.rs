@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 
 use crate::helpers::{
-    Backend, Options, PgProxy, TestApp, assert_each_act_logged_once, spawn_app_with,
+    Backend, Options, PgProxy, TestApp, assert_each_act_logged_once, backend_tests, spawn_app_with,
     spawn_replica_with,
 };
 
@@ -245,19 +245,14 @@ async fn wait_for_archiver(app: &TestApp, id: &str, what: &str, sql: &str) -> sq
     }
 }
 
-/// A match played to its end is archived by the server (its event rows become one compressed
-/// row); after a restart, its history, audit log and views are what they were, and its first
-/// and last acts, sent again, are duplicates with their original versions.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_archived_match_answers_and_dedupes_as_before_on_postgres() {
-    an_archived_match_answers_and_dedupes_as_before(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_archived_match_answers_and_dedupes_as_before_on_citus() {
-    if crate::helpers::citus_available() {
-        an_archived_match_answers_and_dedupes_as_before(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    an_archived_match_answers_and_dedupes_as_before:
+    /// A match played to its end is archived by the server (its event rows become one compressed
+    /// row); after a restart, its history, audit log and views are what they were, and its first
+    /// and last acts, sent again, are duplicates with their original versions.
+    Postgres => an_archived_match_answers_and_dedupes_as_before_on_postgres,
+    Citus => an_archived_match_answers_and_dedupes_as_before_on_citus,
 }
 
 async fn an_archived_match_answers_and_dedupes_as_before(backend: Backend) {
@@ -303,20 +298,15 @@ async fn an_archived_match_answers_and_dedupes_as_before(backend: Backend) {
     }
 }
 
-/// A match still being played has its older events packed into a block by the server (which
-/// also sweeps live matches when it looks for matches to archive); after a restart, its
-/// history, audit log and views are what they were, its first act sent again is a duplicate
-/// with its original version, and play goes on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_packed_live_match_answers_and_dedupes_as_before_on_postgres() {
-    a_packed_live_match_answers_and_dedupes_as_before(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_packed_live_match_answers_and_dedupes_as_before_on_citus() {
-    if crate::helpers::citus_available() {
-        a_packed_live_match_answers_and_dedupes_as_before(Backend::Citus).await;
-    }
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    a_packed_live_match_answers_and_dedupes_as_before:
+    /// A match still being played has its older events packed into a block by the server (which
+    /// also sweeps live matches when it looks for matches to archive); after a restart, its
+    /// history, audit log and views are what they were, its first act sent again is a duplicate
+    /// with its original version, and play goes on.
+    Postgres => a_packed_live_match_answers_and_dedupes_as_before_on_postgres,
+    Citus => a_packed_live_match_answers_and_dedupes_as_before_on_citus,
 }
 
 async fn a_packed_live_match_answers_and_dedupes_as_before(backend: Backend) {
@@ -368,21 +358,12 @@ async fn a_packed_live_match_answers_and_dedupes_as_before(backend: Backend) {
     assert_ne!(next["duplicate"], true, "{next}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_postgres() {
-    act_retried_after_snapshot_and_restart(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_citus() {
-    if crate::helpers::citus_available() {
-        act_retried_after_snapshot_and_restart(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_sqlite() {
-    act_retried_after_snapshot_and_restart(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    act_retried_after_snapshot_and_restart:
+    Postgres => an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_postgres,
+    Citus => an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_citus,
+    Sqlite => an_act_retried_after_a_snapshot_and_a_restart_is_a_duplicate_on_sqlite,
 }
 
 /// A join whose answer was lost, sent again after a restart (and to a replica): the same seat
@@ -466,21 +447,12 @@ async fn join_retried(backend: Backend) {
     assert!(!history.to_string().contains(&request_id));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_postgres() {
-    join_retried(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_citus() {
-    if crate::helpers::citus_available() {
-        join_retried(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_join_answers_the_same_seat_and_a_working_token_on_sqlite() {
-    join_retried(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    join_retried:
+    Postgres => a_retried_join_answers_the_same_seat_and_a_working_token_on_postgres,
+    Citus => a_retried_join_answers_the_same_seat_and_a_working_token_on_citus,
+    Sqlite => a_retried_join_answers_the_same_seat_and_a_working_token_on_sqlite,
 }
 
 /// A creation sent twice with one request id makes one match; with another body, a refusal.
@@ -567,21 +539,12 @@ async fn create_leave_and_webhook_retried(backend: Backend) {
     assert_eq!(status, 401, "a new leave needs a valid token: {refused}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_postgres() {
-    create_leave_and_webhook_retried(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_citus() {
-    if crate::helpers::citus_available() {
-        create_leave_and_webhook_retried(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_sqlite() {
-    create_leave_and_webhook_retried(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    create_leave_and_webhook_retried:
+    Postgres => retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_postgres,
+    Citus => retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_citus,
+    Sqlite => retried_creates_leaves_and_webhooks_answer_the_original_outcome_on_sqlite,
 }
 
 /// HTTP clients that give up on their acts: each act is first sent with a client timeout (from
@@ -661,21 +624,12 @@ async fn acts_given_up_over_http(backend: Backend) {
     eprintln!("{given_up} acts given up, {applied_anyway} of them applied before they were");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acts_given_up_over_http_are_applied_once_on_postgres() {
-    acts_given_up_over_http(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acts_given_up_over_http_are_applied_once_on_citus() {
-    if crate::helpers::citus_available() {
-        acts_given_up_over_http(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acts_given_up_over_http_are_applied_once_on_sqlite() {
-    acts_given_up_over_http(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    acts_given_up_over_http:
+    Postgres => acts_given_up_over_http_are_applied_once_on_postgres,
+    Citus => acts_given_up_over_http_are_applied_once_on_citus,
+    Sqlite => acts_given_up_over_http_are_applied_once_on_sqlite,
 }
 
 /// An act whose HTTP client gave up still runs to its end once it reached the server: the bot
@@ -810,32 +764,18 @@ async fn bad_input_harms_no_one(backend: Backend) {
     let (status, acted) = post(&app, &act_path, Some(&token), &act).await;
     assert_eq!(status, 200, "{acted}");
     app.restart_after(Duration::ZERO).await;
-    let health = app
-        .http
-        .get(app.url("/healthz"))
-        .send()
-        .await
-        .expect("answers");
+    let health = app.get("/healthz").await;
     assert_eq!(health.status(), 200);
     assert_eq!(count_matches(&app, "MATCH_STATUS_OPEN").await, 1);
     assert_eq!(count_matches(&app, "MATCH_STATUS_ACTIVE").await, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_postgres() {
-    bad_input_harms_no_one(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_citus() {
-    if crate::helpers::citus_available() {
-        bad_input_harms_no_one(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_is_refused_at_the_edge_and_harms_no_one_on_sqlite() {
-    bad_input_harms_no_one(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    bad_input_harms_no_one:
+    Postgres => bad_input_is_refused_at_the_edge_and_harms_no_one_on_postgres,
+    Citus => bad_input_is_refused_at_the_edge_and_harms_no_one_on_citus,
+    Sqlite => bad_input_is_refused_at_the_edge_and_harms_no_one_on_sqlite,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -922,12 +862,7 @@ async fn a_lost_database_fails_every_request_within_the_stated_bound() {
     proxy.restore();
     let restored = Instant::now();
     loop {
-        let health = app
-            .http
-            .get(app.url("/healthz"))
-            .send()
-            .await
-            .expect("answers");
+        let health = app.get("/healthz").await;
         if health.status() == 200 {
             break;
         }

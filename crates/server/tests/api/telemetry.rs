@@ -80,15 +80,8 @@ async fn act_over_grpc(
 async fn act_over_http(app: &TestApp, match_id: &str, tokens: &[String], request_id: &str) {
     for token in tokens {
         let view: Value = app
-            .http
-            .get(app.url(&format!("/v1/matches/{match_id}/view")))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("view")
-            .json()
-            .await
-            .expect("json");
+            .get_json(&format!("/v1/matches/{match_id}/view"), Some(token))
+            .await;
         let Some(action) = view["view"]["legalActions"]
             .as_array()
             .and_then(|a| a.first())

@@ -116,13 +116,7 @@ fn script(pattern: &[u32], moves: usize) -> String {
 }
 
 async fn post(app: &TestApp, path: &str, body: Value) -> Value {
-    let response = app
-        .http
-        .post(app.url(path))
-        .json(&body)
-        .send()
-        .await
-        .expect("POST");
+    let response = app.post(path, &body).await;
     assert!(response.status().is_success(), "POST {path}");
     response.json().await.expect("JSON")
 }
@@ -130,15 +124,7 @@ async fn post(app: &TestApp, path: &str, body: Value) -> Value {
 /// Waits until `seat` of the match is taken.
 async fn taken(app: &TestApp, id: &str, seat: usize) {
     for _ in 0..300 {
-        let info: Value = app
-            .http
-            .get(app.url(&format!("/v1/matches/{id}")))
-            .send()
-            .await
-            .expect("GET")
-            .json()
-            .await
-            .expect("JSON");
+        let info: Value = app.get_json(&format!("/v1/matches/{id}"), None).await;
         if info["match"]["seats"][seat]["taken"] == true {
             return;
         }

@@ -10,8 +10,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, TestApp, authed, get_match, history, love_letter_options, seat_view, spawn_app,
-    spawn_replica, spectator_view,
+    Backend, TestApp, act_with, authed, backend_tests, get_match, history, join_as, leave,
+    love_letter_options, seat_view, spawn_app, spawn_replica, spectator_view,
 };
 
 /// Creates a Love Letter match with `timeout` seconds per turn and `bots` as bot seats, and
@@ -55,16 +55,13 @@ async fn start_match_with(
         .expect("match info");
     let mut tokens = vec![String::new(); seats as usize];
     for seat in (0..seats).filter(|s| !bots.contains(s)) {
-        let joined = client
-            .join_match(pb::JoinMatchRequest {
-                match_id: created.match_id.clone(),
-                player: format!("player {seat}"),
-                seat: Some(seat),
-                ..Default::default()
-            })
-            .await
-            .expect("join")
-            .into_inner();
+        let joined = join_as(
+            client,
+            &created.match_id,
+            &format!("player {seat}"),
+            Some(seat),
+        )
+        .await;
         tokens[seat as usize] = joined.seat_token;
     }
     (created.match_id, tokens)
@@ -160,19 +157,6 @@ fn timed_out_entry(history: &pb::GetHistoryResponse, seq: u64) -> pb::TurnTimedO
         .unwrap_or_else(|| panic!("a timed-out entry at seq {seq}"))
 }
 
-async fn leave(client: &mut MissiveClient<Channel>, match_id: &str, token: &str) {
-    client
-        .leave_match(authed(
-            pb::LeaveMatchRequest {
-                match_id: match_id.to_owned(),
-                ..Default::default()
-            },
-            token,
-        ))
-        .await
-        .expect("leave");
-}
-
 async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
     const TIMEOUT: u32 = 2;
     let app = spawn_app(backend).await;
@@ -199,21 +183,19 @@ async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
     let view_after = seat_view(&mut client, &match_id, &tokens[on_time as usize]).await;
 
     // That seat acts in time: no timeout for it.
-    let acted = client
-        .act(authed(
-            pb::ActRequest {
-                match_id: match_id.clone(),
-                action: Some(view_after.legal_actions[0].clone()),
-                request_id: "in-time".into(),
-                expected_version: Some(info.version),
-                seat: None,
-                ..Default::default()
-            },
-            &tokens[on_time as usize],
-        ))
-        .await
-        .expect("an action before the deadline")
-        .into_inner();
+    let acted = act_with(
+        &mut client,
+        pb::ActRequest {
+            match_id: match_id.clone(),
+            action: Some(view_after.legal_actions[0].clone()),
+            request_id: "in-time".into(),
+            expected_version: Some(info.version),
+            seat: None,
+            ..Default::default()
+        },
+        &tokens[on_time as usize],
+    )
+    .await;
     assert!(!acted.duplicate);
 
     // Abandoning the match clears its deadlines: nothing fires afterwards.
@@ -255,21 +237,12 @@ async fn a_passed_deadline_plays_the_default_action_once(backend: Backend) {
     assert_eq!((spectator.seat, spectator.action), (late, public));
 }
 
-#[tokio::test]
-async fn a_passed_deadline_plays_the_default_action_once_on_postgres() {
-    a_passed_deadline_plays_the_default_action_once(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_passed_deadline_plays_the_default_action_once_on_citus() {
-    if crate::helpers::citus_available() {
-        a_passed_deadline_plays_the_default_action_once(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_passed_deadline_plays_the_default_action_once_on_sqlite() {
-    a_passed_deadline_plays_the_default_action_once(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    a_passed_deadline_plays_the_default_action_once:
+    Postgres => a_passed_deadline_plays_the_default_action_once_on_postgres,
+    Citus => a_passed_deadline_plays_the_default_action_once_on_citus,
+    Sqlite => a_passed_deadline_plays_the_default_action_once_on_sqlite,
 }
 
 /// `missive_turns_played_total{kind="timeout"}` of one server.
@@ -384,21 +357,19 @@ async fn a_view_lists_the_awaited_seats_deadline(backend: Backend) {
         .expect("watch")
         .into_inner();
     let mover = seat_view(&mut client, &match_id, &tokens[first as usize]).await;
-    let acted = client
-        .act(authed(
-            pb::ActRequest {
-                match_id: match_id.clone(),
-                action: Some(mover.legal_actions[0].clone()),
-                request_id: "first".into(),
-                expected_version: Some(mover.version),
-                seat: None,
-                ..Default::default()
-            },
-            &tokens[first as usize],
-        ))
-        .await
-        .expect("act")
-        .into_inner();
+    let acted = act_with(
+        &mut client,
+        pb::ActRequest {
+            match_id: match_id.clone(),
+            action: Some(mover.legal_actions[0].clone()),
+            request_id: "first".into(),
+            expected_version: Some(mover.version),
+            seat: None,
+            ..Default::default()
+        },
+        &tokens[first as usize],
+    )
+    .await;
     let after = acted.view.expect("a view");
     let next = after.awaiting[0];
     let moved = get_match(&mut client, &match_id).await;
@@ -425,38 +396,20 @@ async fn a_view_lists_the_awaited_seats_deadline(backend: Backend) {
     assert!(view.deadlines.is_empty(), "{view:?}");
 }
 
-#[tokio::test]
-async fn a_view_lists_the_awaited_seats_deadline_on_postgres() {
-    a_view_lists_the_awaited_seats_deadline(Backend::Postgres).await;
+backend_tests! {
+    #[tokio::test]
+    a_view_lists_the_awaited_seats_deadline:
+    Postgres => a_view_lists_the_awaited_seats_deadline_on_postgres,
+    Citus => a_view_lists_the_awaited_seats_deadline_on_citus,
+    Sqlite => a_view_lists_the_awaited_seats_deadline_on_sqlite,
 }
 
-#[tokio::test]
-async fn a_view_lists_the_awaited_seats_deadline_on_citus() {
-    if crate::helpers::citus_available() {
-        a_view_lists_the_awaited_seats_deadline(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_view_lists_the_awaited_seats_deadline_on_sqlite() {
-    a_view_lists_the_awaited_seats_deadline(Backend::Sqlite).await;
-}
-
-#[tokio::test]
-async fn a_deadline_survives_a_restart_on_postgres() {
-    a_deadline_survives_a_restart(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_deadline_survives_a_restart_on_citus() {
-    if crate::helpers::citus_available() {
-        a_deadline_survives_a_restart(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_deadline_survives_a_restart_on_sqlite() {
-    a_deadline_survives_a_restart(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    a_deadline_survives_a_restart:
+    Postgres => a_deadline_survives_a_restart_on_postgres,
+    Citus => a_deadline_survives_a_restart_on_citus,
+    Sqlite => a_deadline_survives_a_restart_on_sqlite,
 }
 
 async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend, strategy: &str) {
@@ -508,16 +461,11 @@ async fn a_match_of_bots_plays_itself_to_the_end(backend: Backend, strategy: &st
     assert_eq!(last.version, log.events.len() as u64);
 }
 
-#[tokio::test]
-async fn a_match_of_bots_plays_itself_to_the_end_on_postgres() {
-    a_match_of_bots_plays_itself_to_the_end(Backend::Postgres, "counting").await;
-}
-
-#[tokio::test]
-async fn a_match_of_bots_plays_itself_to_the_end_on_citus() {
-    if crate::helpers::citus_available() {
-        a_match_of_bots_plays_itself_to_the_end(Backend::Citus, "counting").await;
-    }
+backend_tests! {
+    #[tokio::test]
+    a_match_of_bots_plays_itself_to_the_end("counting"):
+    Postgres => a_match_of_bots_plays_itself_to_the_end_on_postgres,
+    Citus => a_match_of_bots_plays_itself_to_the_end_on_citus,
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use missive_server::clock::Clock;
 use missive_server::service::{Caller, Service};
 
 use crate::clock::{database, server, start_match};
-use crate::helpers::{Backend, Lcg};
+use crate::helpers::{Backend, Lcg, backend_tests};
 
 /// How many updates of one match the service holds for its watchers before a slow one misses
 /// some (`WATCH_BUFFER` in the service).
@@ -119,19 +119,10 @@ async fn a_stream_read_only_after_the_end_still_sends_every_update(backend: Back
     panic!("no match was long enough to overflow the updates held for a watcher");
 }
 
-#[tokio::test]
-async fn a_stream_read_only_after_the_end_still_sends_every_update_postgres() {
-    a_stream_read_only_after_the_end_still_sends_every_update(Backend::Postgres).await;
-}
-
-#[tokio::test]
-async fn a_stream_read_only_after_the_end_still_sends_every_update_citus() {
-    if crate::helpers::citus_available() {
-        a_stream_read_only_after_the_end_still_sends_every_update(Backend::Citus).await;
-    }
-}
-
-#[tokio::test]
-async fn a_stream_read_only_after_the_end_still_sends_every_update_sqlite() {
-    a_stream_read_only_after_the_end_still_sends_every_update(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test]
+    a_stream_read_only_after_the_end_still_sends_every_update:
+    Postgres => a_stream_read_only_after_the_end_still_sends_every_update_postgres,
+    Citus => a_stream_read_only_after_the_end_still_sends_every_update_citus,
+    Sqlite => a_stream_read_only_after_the_end_still_sends_every_update_sqlite,
 }

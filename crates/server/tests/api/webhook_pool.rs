@@ -19,7 +19,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{Notify, watch};
 
 use crate::clock::database;
-use crate::helpers::Backend;
+use crate::helpers::{Backend, backend_tests};
 
 /// The worker as a server runs it by default, but for a short poll and few attempts.
 fn settings(timeout: Duration) -> Settings {
@@ -309,21 +309,12 @@ async fn an_honest_receiver_is_not_held_up_by_blackholed_ones(backend: Backend) 
     let _ = stop.send(true);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_postgres() {
-    an_honest_receiver_is_not_held_up_by_blackholed_ones(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_citus() {
-    if crate::helpers::citus_available() {
-        an_honest_receiver_is_not_held_up_by_blackholed_ones(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_honest_receiver_is_not_held_up_by_blackholed_ones_on_sqlite() {
-    an_honest_receiver_is_not_held_up_by_blackholed_ones(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    an_honest_receiver_is_not_held_up_by_blackholed_ones:
+    Postgres => an_honest_receiver_is_not_held_up_by_blackholed_ones_on_postgres,
+    Citus => an_honest_receiver_is_not_held_up_by_blackholed_ones_on_citus,
+    Sqlite => an_honest_receiver_is_not_held_up_by_blackholed_ones_on_sqlite,
 }
 
 /// The figure in docs/OPERATIONS.md: an honest receiver's delay on an idle worker, then behind

@@ -18,7 +18,8 @@ use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::helpers::{
-    Backend, Lcg, Options, TestApp, authed, love_letter_options, seat_view, spawn_app_with,
+    Backend, Lcg, Options, TestApp, act_with, authed, backend_tests, create_match, join_as, leave,
+    love_letter_options, seat_act, seat_view, spawn_app_with,
 };
 
 /// Short back-offs and polls so retries happen within a test.
@@ -145,27 +146,12 @@ fn verify(hit: &Hit, secret_hex: &str) -> Value {
 }
 
 async fn create(client: &mut MissiveClient<Channel>) -> String {
-    client
-        .create_match(love_letter_options(2))
-        .await
-        .expect("create")
-        .into_inner()
-        .r#match
-        .expect("info")
-        .match_id
+    create_match(client, love_letter_options(2)).await
 }
 
 async fn join(client: &mut MissiveClient<Channel>, match_id: &str, seat: u32) -> String {
-    client
-        .join_match(pb::JoinMatchRequest {
-            match_id: match_id.to_owned(),
-            player: format!("player {seat}"),
-            seat: Some(seat),
-            ..Default::default()
-        })
+    join_as(client, match_id, &format!("player {seat}"), Some(seat))
         .await
-        .expect("join")
-        .into_inner()
         .seat_token
 }
 
@@ -229,23 +215,14 @@ async fn play_until_awaited(
         let Some(&mover) = before.first() else { break };
         let mine = seat_view(client, match_id, &tokens[mover as usize]).await;
         let action = mine.legal_actions[rng.below(mine.legal_actions.len())].clone();
-        let after = client
-            .act(authed(
-                pb::ActRequest {
-                    match_id: match_id.to_owned(),
-                    action: Some(action),
-                    request_id: uuid::Uuid::new_v4().to_string(),
-                    expected_version: None,
-                    seat: Some(mover),
-                    ..Default::default()
-                },
-                &tokens[mover as usize],
-            ))
-            .await
-            .expect("a legal action")
-            .into_inner()
-            .view
-            .expect("a view");
+        let after = act_with(
+            client,
+            seat_act(match_id, mover, action, None),
+            &tokens[mover as usize],
+        )
+        .await
+        .view
+        .expect("a view");
         if after.awaiting.contains(&seat) && !before.contains(&seat) {
             awaited.push(after.version);
         }
@@ -317,21 +294,12 @@ async fn a_seat_is_notified_each_time_its_turn_comes(backend: Backend) {
     assert!(seat1.deliveries.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_seat_is_notified_each_time_its_turn_comes_on_postgres() {
-    a_seat_is_notified_each_time_its_turn_comes(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_seat_is_notified_each_time_its_turn_comes_on_citus() {
-    if crate::helpers::citus_available() {
-        a_seat_is_notified_each_time_its_turn_comes(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_seat_is_notified_each_time_its_turn_comes_on_sqlite() {
-    a_seat_is_notified_each_time_its_turn_comes(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    a_seat_is_notified_each_time_its_turn_comes:
+    Postgres => a_seat_is_notified_each_time_its_turn_comes_on_postgres,
+    Citus => a_seat_is_notified_each_time_its_turn_comes_on_citus,
+    Sqlite => a_seat_is_notified_each_time_its_turn_comes_on_sqlite,
 }
 
 /// A started match whose seat 0 posts to `receiver`; plays until seat 0's first notification
@@ -440,18 +408,15 @@ async fn a_seat_is_reminded_before_its_deadline() {
     let app = spawn_app_with(Backend::Postgres, REMIND).await;
     let mut client = app.grpc().await;
     let receiver = Receiver::start(0).await;
-    let match_id = client
-        .create_match(pb::CreateMatchRequest {
+    let match_id = create_match(
+        &mut client,
+        pb::CreateMatchRequest {
             turn_timeout_secs: Some(3),
             turn_reminder_secs: Some(2),
             ..love_letter_options(2)
-        })
-        .await
-        .expect("create")
-        .into_inner()
-        .r#match
-        .expect("info")
-        .match_id;
+        },
+    )
+    .await;
     let first = join(&mut client, &match_id, 0).await;
     let secret = set_webhook(&mut client, &match_id, &first, &receiver.url)
         .await
@@ -516,21 +481,12 @@ async fn a_reminder_needs_a_deadline_it_comes_before() {
     assert!(listed.matches.is_empty(), "nothing was created: {listed:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_receiver_gets_retries_with_growing_gaps_on_postgres() {
-    a_failing_receiver_gets_retries_with_growing_gaps(Backend::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_receiver_gets_retries_with_growing_gaps_on_citus() {
-    if crate::helpers::citus_available() {
-        a_failing_receiver_gets_retries_with_growing_gaps(Backend::Citus).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_receiver_gets_retries_with_growing_gaps_on_sqlite() {
-    a_failing_receiver_gets_retries_with_growing_gaps(Backend::Sqlite).await;
+backend_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    a_failing_receiver_gets_retries_with_growing_gaps:
+    Postgres => a_failing_receiver_gets_retries_with_growing_gaps_on_postgres,
+    Citus => a_failing_receiver_gets_retries_with_growing_gaps_on_citus,
+    Sqlite => a_failing_receiver_gets_retries_with_growing_gaps_on_sqlite,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -706,16 +662,7 @@ async fn a_removed_webhook_hears_nothing(app: &TestApp) {
     set_webhook(&mut client, &match_id, &leaver, &receiver.url)
         .await
         .expect("set");
-    client
-        .leave_match(authed(
-            pb::LeaveMatchRequest {
-                match_id: match_id.clone(),
-                ..Default::default()
-            },
-            &leaver,
-        ))
-        .await
-        .expect("leave");
+    leave(&mut client, &match_id, &leaver).await;
     let first = join(&mut client, &match_id, 0).await;
     assert_eq!(get_webhook(&mut client, &match_id, &first).await.url, "");
 
