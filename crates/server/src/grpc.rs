@@ -1,6 +1,7 @@
 //! The gRPC transport: the `missive.v1.Missive` service over [`Service`], plus health and
 //! reflection. Handlers only extract the bearer token and relay; the service does the work.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -77,6 +78,43 @@ fn play_answer(request_id: String, acted: ApiResult<pb::ActResponse>) -> pb::Pla
 }
 
 impl Grpc {
+    /// A call that writes, for the caller [`authenticate`] read: its work runs to its end in a
+    /// task of its own, and it is answered within the store's bound
+    /// ([`Service::bounded_write`]).
+    async fn writes<Req, Res, F>(
+        &self,
+        request: Request<Req>,
+        work: impl FnOnce(Arc<Service>, Caller, Req) -> F + Send + 'static,
+    ) -> Result<Response<Res>, Status>
+    where
+        Req: Send + 'static,
+        Res: Send + 'static,
+        F: Future<Output = ApiResult<Res>> + Send + 'static,
+    {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let answer = self
+            .service
+            .bounded_write(move |service| work(service, caller, request))
+            .await?;
+        Ok(Response::new(answer))
+    }
+
+    /// A call that only reads, for the caller [`authenticate`] read, answered within the
+    /// store's bound ([`Service::bounded`]).
+    async fn reads<Req, Res, F>(
+        &self,
+        request: Request<Req>,
+        work: impl FnOnce(Arc<Service>, Caller, Req) -> F,
+    ) -> Result<Response<Res>, Status>
+    where
+        F: Future<Output = ApiResult<Res>>,
+    {
+        let caller = caller(&request)?;
+        let work = work(Arc::clone(&self.service), caller, request.into_inner());
+        Ok(Response::new(self.service.bounded(work).await?))
+    }
+
     /// A watch stream of `req` for `caller`, holding its place under `client`'s watch caps as
     /// long as it lasts: `WatchMatch`'s, and the updates of a `Play` stream.
     async fn watch(
@@ -115,38 +153,30 @@ impl Missive for Grpc {
         &self,
         request: Request<pb::JoinMatchRequest>,
     ) -> Result<Response<pb::JoinMatchResponse>, Status> {
-        let caller = caller(&request)?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.service
-                .bounded_write(move |s| async move { s.join_match(&caller, request).await })
-                .await?,
-        ))
+        self.writes(request, |s, caller, req| async move {
+            s.join_match(&caller, req).await
+        })
+        .await
     }
 
     async fn act(
         &self,
         request: Request<pb::ActRequest>,
     ) -> Result<Response<pb::ActResponse>, Status> {
-        let caller = caller(&request)?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.service
-                .bounded_write(move |s| async move { s.act(&caller, request).await })
-                .await?,
-        ))
+        self.writes(request, |s, caller, req| async move {
+            s.act(&caller, req).await
+        })
+        .await
     }
 
     async fn get_view(
         &self,
         request: Request<pb::GetViewRequest>,
     ) -> Result<Response<pb::GetViewResponse>, Status> {
-        let caller = caller(&request)?;
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.get_view(&caller, request.into_inner()))
-                .await?,
-        ))
+        self.reads(request, |s, caller, req| async move {
+            s.get_view(&caller, req).await
+        })
+        .await
     }
 
     type WatchMatchStream = WatchStream;
@@ -264,22 +294,19 @@ impl Missive for Grpc {
         &self,
         request: Request<pb::GetAuditKeysRequest>,
     ) -> Result<Response<pb::GetAuditKeysResponse>, Status> {
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.get_audit_keys(request.into_inner()))
-                .await?,
-        ))
+        self.reads(
+            request,
+            |s, _, req| async move { s.get_audit_keys(req).await },
+        )
+        .await
     }
 
     async fn get_match(
         &self,
         request: Request<pb::GetMatchRequest>,
     ) -> Result<Response<pb::GetMatchResponse>, Status> {
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.get_match(request.into_inner()))
-                .await?,
-        ))
+        self.reads(request, |s, _, req| async move { s.get_match(req).await })
+            .await
     }
 
     async fn list_games(
@@ -293,85 +320,70 @@ impl Missive for Grpc {
         &self,
         request: Request<pb::ListMatchesRequest>,
     ) -> Result<Response<pb::ListMatchesResponse>, Status> {
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.list_matches(request.into_inner()))
-                .await?,
-        ))
+        self.reads(
+            request,
+            |s, _, req| async move { s.list_matches(req).await },
+        )
+        .await
     }
 
     async fn leave_match(
         &self,
         request: Request<pb::LeaveMatchRequest>,
     ) -> Result<Response<pb::LeaveMatchResponse>, Status> {
-        let caller = caller(&request)?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.service
-                .bounded_write(move |s| async move { s.leave_match(&caller, request).await })
-                .await?,
-        ))
+        self.writes(request, |s, caller, req| async move {
+            s.leave_match(&caller, req).await
+        })
+        .await
     }
 
     async fn cancel_match(
         &self,
         request: Request<pb::CancelMatchRequest>,
     ) -> Result<Response<pb::CancelMatchResponse>, Status> {
-        let caller = caller(&request)?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.service
-                .bounded_write(move |s| async move { s.cancel_match(&caller, request).await })
-                .await?,
-        ))
+        self.writes(request, |s, caller, req| async move {
+            s.cancel_match(&caller, req).await
+        })
+        .await
     }
 
     async fn set_webhook(
         &self,
         request: Request<pb::SetWebhookRequest>,
     ) -> Result<Response<pb::SetWebhookResponse>, Status> {
-        let caller = caller(&request)?;
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.set_webhook(&caller, request.into_inner()))
-                .await?,
-        ))
+        self.reads(request, |s, caller, req| async move {
+            s.set_webhook(&caller, req).await
+        })
+        .await
     }
 
     async fn get_webhook(
         &self,
         request: Request<pb::GetWebhookRequest>,
     ) -> Result<Response<pb::GetWebhookResponse>, Status> {
-        let caller = caller(&request)?;
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.get_webhook(&caller, request.into_inner()))
-                .await?,
-        ))
+        self.reads(request, |s, caller, req| async move {
+            s.get_webhook(&caller, req).await
+        })
+        .await
     }
 
     async fn rematch(
         &self,
         request: Request<pb::RematchRequest>,
     ) -> Result<Response<pb::RematchResponse>, Status> {
-        let caller = caller(&request)?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.service
-                .bounded_write(move |s| async move { s.rematch(&caller, request).await })
-                .await?,
-        ))
+        self.writes(request, |s, caller, req| async move {
+            s.rematch(&caller, req).await
+        })
+        .await
     }
 
     async fn list_my_matches(
         &self,
         request: Request<pb::ListMyMatchesRequest>,
     ) -> Result<Response<pb::ListMyMatchesResponse>, Status> {
-        let caller = caller(&request)?;
-        Ok(Response::new(
-            self.service
-                .bounded(self.service.list_my_matches(&caller, request.into_inner()))
-                .await?,
-        ))
+        self.reads(request, |s, caller, req| async move {
+            s.list_my_matches(&caller, req).await
+        })
+        .await
     }
 }

@@ -37,6 +37,25 @@ use crate::{Config, metrics, openapi, routes};
 
 type AppState = Arc<Service>;
 
+/// A request that writes, for `caller`: its work runs to its end in a task of its own, and it
+/// is answered within the store's bound ([`Service::bounded_write`]).
+async fn writes<Req, Res, F>(
+    service: AppState,
+    caller: Caller,
+    request: Req,
+    work: impl FnOnce(Arc<Service>, Caller, Req) -> F + Send + 'static,
+) -> ApiResult<Reply<Res>>
+where
+    Req: Send + 'static,
+    Res: Send + 'static,
+    F: Future<Output = ApiResult<Res>> + Send + 'static,
+{
+    let answer = service
+        .bounded_write(move |service| work(service, caller, request))
+        .await?;
+    Ok(Reply(answer))
+}
+
 /// A request body in the proto3 JSON mapping. An empty body is the empty message.
 #[derive(Debug)]
 struct ProtoJson<T>(T);
@@ -201,11 +220,10 @@ async fn join_match(
     ProtoJson(mut request): ProtoJson<pb::JoinMatchRequest>,
 ) -> ApiResult<Reply<pb::JoinMatchResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(
-        service
-            .bounded_write(move |s| async move { s.join_match(&caller, request).await })
-            .await?,
-    ))
+    writes(service, caller, request, |s, caller, req| async move {
+        s.join_match(&caller, req).await
+    })
+    .await
 }
 
 async fn rematch(
@@ -215,11 +233,10 @@ async fn rematch(
     ProtoJson(mut request): ProtoJson<pb::RematchRequest>,
 ) -> ApiResult<Reply<pb::RematchResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(
-        service
-            .bounded_write(move |s| async move { s.rematch(&caller, request).await })
-            .await?,
-    ))
+    writes(service, caller, request, |s, caller, req| async move {
+        s.rematch(&caller, req).await
+    })
+    .await
 }
 
 async fn list_my_matches(
@@ -246,11 +263,10 @@ async fn act(
     ProtoJson(mut request): ProtoJson<pb::ActRequest>,
 ) -> ApiResult<Reply<pb::ActResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(
-        service
-            .bounded_write(move |s| async move { s.act(&caller, request).await })
-            .await?,
-    ))
+    writes(service, caller, request, |s, caller, req| async move {
+        s.act(&caller, req).await
+    })
+    .await
 }
 
 async fn get_view(
@@ -297,11 +313,10 @@ async fn leave_match(
     ProtoJson(mut request): ProtoJson<pb::LeaveMatchRequest>,
 ) -> ApiResult<Reply<pb::LeaveMatchResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(
-        service
-            .bounded_write(move |s| async move { s.leave_match(&caller, request).await })
-            .await?,
-    ))
+    writes(service, caller, request, |s, caller, req| async move {
+        s.leave_match(&caller, req).await
+    })
+    .await
 }
 
 async fn cancel_match(
@@ -311,11 +326,10 @@ async fn cancel_match(
     ProtoJson(mut request): ProtoJson<pb::CancelMatchRequest>,
 ) -> ApiResult<Reply<pb::CancelMatchResponse>> {
     same_match(id, &mut request.match_id)?;
-    Ok(Reply(
-        service
-            .bounded_write(move |s| async move { s.cancel_match(&caller, request).await })
-            .await?,
-    ))
+    writes(service, caller, request, |s, caller, req| async move {
+        s.cancel_match(&caller, req).await
+    })
+    .await
 }
 
 async fn set_webhook(

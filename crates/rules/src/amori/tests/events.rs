@@ -146,21 +146,7 @@ fn a_drinking_party_rolls_the_drink_die_for_another_daughter() {
 
 #[test]
 fn an_intrigue_by_letter_reaches_a_daughter_at_another_location() {
-    let mut g = table(2);
-    g.daughter(
-        0,
-        "henriette",
-        attrs(1, 1, 1),
-        &["bodo-1"],
-        Some(Location::Theater),
-    );
-    g.daughter(
-        1,
-        "sophie",
-        attrs(3, 0, 0),
-        &["gustav-1"],
-        Some(Location::Tailor),
-    );
+    let mut g = rivals(Location::Theater, Location::Tailor);
     g.hand(0, &["intrigue-by-letter-1"]);
     let refused = g
         .apply(0, &play("intrigue-by-letter-1", Some(1), None))
@@ -227,21 +213,7 @@ fn a_chaperone_cancels_a_hostile_card() {
 
 #[test]
 fn a_chaperone_also_stops_an_intrigue_by_letter() {
-    let mut g = table(2);
-    g.daughter(
-        0,
-        "henriette",
-        attrs(1, 1, 1),
-        &["bodo-1"],
-        Some(Location::Theater),
-    );
-    g.daughter(
-        1,
-        "sophie",
-        attrs(3, 0, 0),
-        &["gustav-1"],
-        Some(Location::Tavern),
-    );
+    let mut g = rivals(Location::Theater, Location::Tavern);
     g.hand(0, &["intrigue-by-letter-2"]);
     g.hand(1, &["chaperone-3"]);
     g.go(0, play("intrigue-by-letter-2", Some(1), None));

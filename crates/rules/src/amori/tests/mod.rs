@@ -32,6 +32,15 @@ fn attrs(r: u8, b: u8, e: u8) -> Attributes {
 }
 
 /// A table of `seats` players, seat 0 to start, before anyone has moved.
+/// Two seats: Henriette (1, 1, 1, courted by Bodo) for seat 0 at `first`, and Sophie (3, 0,
+/// 0, courted by Gustav) for seat 1 at `second`.
+fn rivals(first: Location, second: Location) -> Amori {
+    let mut g = table(2);
+    g.daughter(0, "henriette", attrs(1, 1, 1), &["bodo-1"], Some(first));
+    g.daughter(1, "sophie", attrs(3, 0, 0), &["gustav-1"], Some(second));
+    g
+}
+
 fn table(seats: u8) -> Amori {
     let config = Config {
         starting_player: Some(0),

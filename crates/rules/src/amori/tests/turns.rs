@@ -24,21 +24,7 @@ fn a_daughter_must_move_to_a_different_location() {
 
 #[test]
 fn she_may_stay_where_she_stands_to_intrigue_there() {
-    let mut g = table(2);
-    g.daughter(
-        0,
-        "henriette",
-        attrs(1, 1, 1),
-        &["bodo-1"],
-        Some(Location::Park),
-    );
-    g.daughter(
-        1,
-        "sophie",
-        attrs(3, 0, 0),
-        &["gustav-1"],
-        Some(Location::Park),
-    );
+    let g = rivals(Location::Park, Location::Park);
     assert!(g.legal_actions(0).contains(&Action::Intrigue { target: 1 }));
     let (g, _) = with_rolls(
         &g,
