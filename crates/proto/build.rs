@@ -1,16 +1,22 @@
 //! Generates the Rust types, the tonic services and the proto3 JSON mapping from
-//! `proto/missive/v1`, with the vendored `protoc` so a build needs no system install.
+//! every `.proto` file of `proto/missive/v1`, with the vendored `protoc` so a build needs no system install.
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
-    let protos = [
-        root.join("missive/v1/missive.proto"),
-        root.join("missive/v1/love_letter.proto"),
-        root.join("missive/v1/lopti.proto"),
-        root.join("missive/v1/amori.proto"),
-    ];
+    // The service first, then every game's file: a new game's `.proto` is found by its folder.
+    let mut games = Vec::new();
+    for entry in std::fs::read_dir(root.join("missive/v1"))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "proto") && !path.ends_with("missive.proto") {
+            games.push(path);
+        }
+    }
+    games.sort();
+    let protos: Vec<PathBuf> = std::iter::once(root.join("missive/v1/missive.proto"))
+        .chain(games)
+        .collect();
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let descriptors = out.join("missive_descriptor.bin");
 
