@@ -165,6 +165,13 @@ impl Harness {
         Ok(())
     }
 
+    /// Runs `body` on this harness, then drops its database whatever the body's outcome.
+    async fn run(self, body: impl AsyncFnOnce(&Harness) -> Result<()>) -> Result<()> {
+        let result = body(&self).await;
+        self.finish().await?;
+        result
+    }
+
     async fn finish(self) -> Result<()> {
         let Harness { store, cleanup, .. } = self;
         drop(store);
@@ -295,9 +302,7 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $check() -> anyhow::Result<()> {
                     let h = super::Harness::sqlite().await?;
-                    let result = super::$module::$check(&h).await;
-                    h.finish().await?;
-                    result
+                    h.run(super::$module::$check).await
                 }
             )*
         }
@@ -306,9 +311,7 @@ macro_rules! conformance {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $check() -> anyhow::Result<()> {
                     let h = super::Harness::postgres().await?;
-                    let result = super::$module::$check(&h).await;
-                    h.finish().await?;
-                    result
+                    h.run(super::$module::$check).await
                 }
             )*
         }
@@ -319,9 +322,7 @@ macro_rules! conformance {
                     let Some(h) = super::Harness::citus().await? else {
                         return Ok(());
                     };
-                    let result = super::$module::$check(&h).await;
-                    h.finish().await?;
-                    result
+                    h.run(super::$module::$check).await
                 }
             )*
         }

@@ -10,7 +10,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_refused_as_read_only_is_unavailable_not_internal() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
         let Cleanup::Postgres { admin_url, name } = &h.cleanup else {
@@ -47,10 +47,8 @@ async fn a_write_refused_as_read_only_is_unavailable_not_internal() -> Result<()
             }
         }
         anyhow::bail!("no append reached a read-only session")
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// Announcements (PostgreSQL): a store alone on its database, its own listener connected,
@@ -59,7 +57,7 @@ async fn a_write_refused_as_read_only_is_unavailable_not_internal() -> Result<()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_are_announced_only_while_another_store_listens() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         // Not a store's listener: it hears what is sent, but nobody sends for its sake.
         let mut bystander = sqlx::postgres::PgListener::connect(&h.url).await?;
         bystander.listen(NOTIFY_CHANNEL).await?;
@@ -94,10 +92,8 @@ async fn appends_are_announced_only_while_another_store_listens() -> Result<()> 
         let sent = tokio::time::timeout(Duration::from_secs(1), bystander.recv()).await??;
         assert_eq!(sent.payload(), format!("{}:3", m.id));
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// The request index (PostgreSQL) keys a request id by 64 bits of its MD5: two ids of one match
@@ -110,7 +106,7 @@ async fn appends_are_announced_only_while_another_store_listens() -> Result<()> 
 async fn a_request_id_whose_index_key_another_holds_is_refused_and_nothing_is_written() -> Result<()>
 {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let mut conn = sqlx::PgConnection::connect(&h.url).await?;
         sqlx::query(
             "CREATE OR REPLACE FUNCTION request_key(request_id text) RETURNS bigint
@@ -154,10 +150,8 @@ async fn a_request_id_whose_index_key_another_holds_is_refused_and_nothing_is_wr
         assert!(!other.duplicate);
         assert_eq!(other.events[0].seq, 3);
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// Archiving (PostgreSQL): a match that ended has its event rows and snapshots replaced by one
@@ -165,7 +159,7 @@ async fn a_request_id_whose_index_key_another_holds_is_refused_and_nothing_is_wr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_archived_match_answers_reads_retries_and_audits_as_before() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let ended = new_match(2);
         h.store.create_match(ended.clone(), vec![created()]).await?;
         // A request of two events, then single ones, a snapshot, and the last act ends it.
@@ -328,17 +322,15 @@ async fn an_archived_match_answers_reads_retries_and_audits_as_before() -> Resul
             "{corrupt:?}"
         );
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// Replicas archiving at once take disjoint matches, and every ended match is archived once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_archivers_archive_each_match_once() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let mut ids = Vec::new();
         for n in 0..24 {
             let m = new_match(2);
@@ -386,10 +378,8 @@ async fn concurrent_archivers_archive_each_match_once() -> Result<()> {
             );
         }
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// Appends single-event requests `req-{from}..=req-{to}` to a match at version `from - 1`.
@@ -435,7 +425,7 @@ async fn every_page(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_packed_live_match_answers_reads_retries_loads_and_audits_as_before() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
         // 1 created, 2-3 one request, 4-40 single ones, 41-43 one request, 44-45 single ones.
@@ -607,10 +597,8 @@ async fn a_packed_live_match_answers_reads_retries_loads_and_audits_as_before() 
             .await?;
         assert_eq!(retry.events, &events[1..3]);
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// A changed block is refused, not served; and replicas packing at once never pack one match
@@ -619,7 +607,7 @@ async fn a_packed_live_match_answers_reads_retries_loads_and_audits_as_before() 
 async fn packing_refuses_changed_blocks_and_concurrent_packers_pack_each_match_once() -> Result<()>
 {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let mut ids = Vec::new();
         for _ in 0..12 {
             let m = new_match(2);
@@ -691,10 +679,8 @@ async fn packing_refuses_changed_blocks_and_concurrent_packers_pack_each_match_o
         // The other matches read as before.
         assert_eq!(cold.read_events(ids[2], 0, 1000).await?, logs[2]);
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// The sessions of the harness's database, other than `admin`'s, in `state`.
@@ -732,7 +718,7 @@ async fn no_session_left_in_a_transaction(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
         for n in 1..=12 {
@@ -787,10 +773,8 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
         );
         ensure!(h.store.read_events(m.id, 0, 100).await?.len() == 13);
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// The store's own transactions on the pool's connections (the deadline worker's claim, the
@@ -800,7 +784,7 @@ async fn a_cancelled_read_leaves_no_session_in_a_transaction() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_transaction_leaves_no_session_in_a_transaction() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
         act_through(&h.store, m.id, 2, 45).await?;
@@ -857,10 +841,8 @@ async fn a_cancelled_transaction_leaves_no_session_in_a_transaction() -> Result<
         ensure!(again.duplicate && again.events == original);
         ensure!(h.store.read_events(m.id, 0, 100).await?.len() == 45);
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// One of the store's transactions on the pool's connections, by `step`; see
@@ -886,7 +868,7 @@ async fn retry_of_a_packed_request(store: &Store, id: MatchId) -> Result<Appende
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_connections_the_database_cut_are_opened_again() -> Result<()> {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
         let Cleanup::Postgres { admin_url, name } = &h.cleanup else {
@@ -934,10 +916,8 @@ async fn held_connections_the_database_cut_are_opened_again() -> Result<()> {
             "the last read failed"
         );
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// A pool configured smaller than the connections the group commit holds still serves every
@@ -950,7 +930,7 @@ async fn a_pool_smaller_than_the_held_connections_still_serves_reads() -> Result
         ..options()
     })
     .await?;
-    let result = async {
+    h.run(async |h| {
         let mut matches = Vec::new();
         for _ in 0..16 {
             let m = new_match(2);
@@ -979,10 +959,8 @@ async fn a_pool_smaller_than_the_held_connections_still_serves_reads() -> Result
             ensure!(h.store.read_events(m.id, 0, 10).await?.len() == 4);
         }
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
 
 /// A store remembers the head it last wrote and chains its next append from it without
@@ -995,7 +973,7 @@ async fn a_pool_smaller_than_the_held_connections_still_serves_reads() -> Result
 async fn an_append_from_a_head_the_database_lost_is_a_conflict_and_the_next_goes_in() -> Result<()>
 {
     let h = Harness::postgres().await?;
-    let result = async {
+    h.run(async |h| {
         let m = new_match(2);
         h.store.create_match(m.clone(), vec![created()]).await?;
         h.store
@@ -1050,8 +1028,6 @@ async fn an_append_from_a_head_the_database_lost_is_a_conflict_and_the_next_goes
         let check = h.store.verify_chain(m.id).await?;
         ensure!(check == ChainCheck::Valid { events: 3 }, "{check:?}");
         Ok(())
-    }
-    .await;
-    h.finish().await?;
-    result
+    })
+    .await
 }
