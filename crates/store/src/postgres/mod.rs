@@ -77,16 +77,27 @@ pub(crate) struct Pg {
     listener_name: String,
 }
 
-/// `(version, last_hash)` per match, as last written or read by this process.
+/// `(version, last_hash)` per match, as last written or read by this process, with when it was
+/// cached. A head cached before a connection to the database last failed is not trusted: the
+/// database may have failed over and lost its newest commits (a standby promoted before they
+/// reached it), and the group commit chains from a cached head without checking it.
 #[derive(Debug, Default)]
-struct HeadCache(Mutex<HashMap<MatchId, (u64, [u8; 32])>>);
+struct HeadCache(Mutex<HashMap<MatchId, Head>>);
+
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    version: u64,
+    hash: [u8; 32],
+    cached_at: std::time::Instant,
+}
 
 impl HeadCache {
     /// Bounds memory; forgetting heads only costs one extra read per match.
     const CAPACITY: usize = 100_000;
 
     fn get(&self, id: MatchId) -> Option<(u64, [u8; 32])> {
-        self.0.lock().ok()?.get(&id).copied()
+        let head = self.0.lock().ok()?.get(&id).copied()?;
+        (!crate::liveness::suspect(head.cached_at)).then_some((head.version, head.hash))
     }
 
     fn put(&self, id: MatchId, version: u64, hash: [u8; 32]) {
@@ -94,7 +105,15 @@ impl HeadCache {
             if heads.len() >= Self::CAPACITY && !heads.contains_key(&id) {
                 heads.clear();
             }
-            heads.insert(id, (version, hash));
+            let cached_at = std::time::Instant::now();
+            heads.insert(
+                id,
+                Head {
+                    version,
+                    hash,
+                    cached_at,
+                },
+            );
         }
     }
 
