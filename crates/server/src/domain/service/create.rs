@@ -316,15 +316,16 @@ impl Command for Create<'_> {
             turn_reminder_secs: record.turn_reminder_secs,
             created_at: at,
             creator: self.creator.clone(),
-            start: after.update(self.start_seats(), Vec::new()),
+            start: MatchUpdate::default(),
         };
+        let update = after.update(self.start_seats(), Vec::new());
         let write = Write {
             applied: Some(Applied {
                 table,
                 observations,
             }),
             creates: Some(Box::new(creates)),
-            ..Write::of(event, None, at, MatchUpdate::default())
+            ..Write::of(event, None, at, update)
         };
         Ok(Decision::Append(Box::new(write), ()))
     }

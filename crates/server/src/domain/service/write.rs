@@ -34,8 +34,7 @@ pub(super) struct Write {
     /// A seat whose webhook, a previous holder's, is removed before the append (decided from
     /// a fresh read only).
     pub(super) remove_webhook: Option<u8>,
-    /// The match the event creates, written with it (its `start` holds the match's changes;
-    /// `update` is then empty).
+    /// The match the event creates, written with it (`update` becomes its start).
     pub(super) creates: Option<Box<NewMatch>>,
 }
 
@@ -251,8 +250,8 @@ impl Service {
         update: MatchUpdate,
         creates: Option<Box<NewMatch>>,
     ) -> Result<Stored, StoreError> {
+        let wrote_turns = update.turns.as_ref().is_some_and(|t| !t.is_empty());
         let Some(creates) = creates else {
-            let wrote_turns = update.turns.as_ref().is_some_and(|t| !t.is_empty());
             let appended = self.store.append(id, expected, vec![new], update).await?;
             return Ok(Stored {
                 appended,
@@ -260,8 +259,11 @@ impl Service {
                 created: None,
             });
         };
-        let wrote_turns = creates.start.turns.as_ref().is_some_and(|t| !t.is_empty());
-        let (appended, created) = match self.store.create_match(*creates, vec![new]).await {
+        let creates = NewMatch {
+            start: update,
+            ..*creates
+        };
+        let (appended, created) = match self.store.create_match(creates, vec![new]).await {
             Ok((record, events)) => (events, Some(record)),
             Err(StoreError::AlreadyExists(_)) => (Vec::new(), None),
             Err(e) => return Err(e),
