@@ -216,9 +216,11 @@ async fn a_lopti_session_reads_as_sentences_and_readable_choices() {
     let told = ann.finish().await;
     for sentence in [
         "* Hand 1 begins: ",
-        "* You get 3 card(s) in hand, 3 face down, and face up ",
+        // A hand size of 3, unless the bot's first proposal changed it before the deal.
+        " card(s) in hand, 3 face down, and face up ",
+        "* You get ",
         "* Your hand is ",
-        "* Bot:random (seat 1) gets 3 card(s) in hand",
+        "* Bot:random (seat 1) gets ",
         "special ranks: 2s: reset, 3s: pass, 7s: play low, 10s: burn",
         "your hand: ",
     ] {
